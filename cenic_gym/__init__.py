@@ -1,0 +1,16 @@
+"""cenic-gym: robot-learning environments on CENIC (Convex Error-controlled Numerical Integration for Contact).
+
+Engine layout (named as in the papers): :mod:`~cenic_gym.model` (multibody system and shapes),
+:mod:`~cenic_gym.contact` / :mod:`~cenic_gym.narrowphase` (geometry -> contacts), :mod:`~cenic_gym.kinematics`
+(contact Jacobians), :mod:`~cenic_gym.icf` (the convex problem's potentials), :mod:`~cenic_gym.solver` (Newton with
+exact line search), :mod:`~cenic_gym.cenic` (the error-controlled integrator), :mod:`~cenic_gym.simulator` (API).
+"""
+from .cenic import IntegratorStats, SimulationError
+from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Cylinder, HalfSpace, MultibodySystem, SceneBuilder,
+                    Sphere)
+from .simulator import SimState, Simulator
+
+__version__ = "0.1.0"
+
+__all__ = ["Box", "Capsule", "ContactMaterial", "ConvexMesh", "Cylinder", "HalfSpace", "IntegratorStats",
+           "MultibodySystem", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere"]

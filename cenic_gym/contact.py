@@ -1,0 +1,189 @@
+"""Contact geometry: configuration q -> ContactSet (structure of arrays, world frame).
+
+One query per convex solve (ICF §III-B): joint poses (numba from q for free bodies, Pinocchio for the rest),
+geometry poses, a bounding-sphere broad phase over the candidate pairs and the narrow phase of
+:mod:`cenic_gym.narrowphase` — primitive pairs in one numba call, other pairs (convex meshes, cylinders against
+non-planar shapes) through coal with contact patches. Pair materials combine as in Drake (physics-notes §2.2).
+
+Contact convention: normal n̂ points from geometry A to geometry B, φ < 0 is penetration, the point is the midpoint
+of the witness points, and the relative-velocity Jacobian gives v_c = v_B − v_A at that point.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+from numba import njit
+
+from . import narrowphase as nph
+from .kinematics import contact_jacobians, geometry_poses, joint_poses_from_q
+
+DEFAULT_MARGIN = 1.0e-3  # [m] speculative contacts up to this distance (ICF §X-A uses up to 10 cm)
+
+
+@njit(cache=True)
+def _combine(k1, d1, m1, k2, d2, m2):
+    k = k1 * k2 / (k1 + k2)
+    d = (k2 * d1 + k1 * d2) / (k1 + k2)
+    mu = 2.0 * m1 * m2 / (m1 + m2) if m1 + m2 > 0.0 else 0.0
+    return k, d, mu
+
+
+@njit(cache=True)
+def find_contacts(pairs, gtype, gsize, gR, gp, gbound, gjoint, gk, gd, gmus, gmud, margin,
+                  out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb, out_k, out_d, out_mus, out_mud,
+                  fallback):
+    """Broad phase (bounding spheres, half-space planes) + numba narrow phase over all candidate pairs.
+
+    Pairs that pass the broad phase but need coal are flagged in ``fallback``. Returns the number of contacts."""
+    n = 0
+    for ip in range(pairs.shape[0]):
+        a = pairs[ip, 0]
+        b = pairs[ip, 1]
+        fallback[ip] = 0
+        ta = gtype[a]
+        tb = gtype[b]
+        if ta == nph.HALFSPACE or tb == nph.HALFSPACE:
+            h, o = (a, b) if ta == nph.HALFSPACE else (b, a)
+            dist = (gR[h, 0, 2] * (gp[o, 0] - gp[h, 0]) + gR[h, 1, 2] * (gp[o, 1] - gp[h, 1])
+                    + gR[h, 2, 2] * (gp[o, 2] - gp[h, 2])) - gbound[o]
+        else:
+            dx = gp[a, 0] - gp[b, 0]
+            dy = gp[a, 1] - gp[b, 1]
+            dz = gp[a, 2] - gp[b, 2]
+            dist = np.sqrt(dx * dx + dy * dy + dz * dz) - gbound[a] - gbound[b]
+        if dist > margin:
+            continue
+        if not nph.numba_supports(ta, tb):
+            fallback[ip] = 1
+            continue
+        m = nph.collide_primitives(ta, gsize[a], gR[a], gp[a], tb, gsize[b], gR[b], gp[b], margin,
+                                   out_p, out_n, out_phi, n)
+        if m == 0:
+            continue
+        k, d, mus = _combine(gk[a], gd[a], gmus[a], gk[b], gd[b], gmus[b])
+        _, _, mud = _combine(gk[a], gd[a], gmud[a], gk[b], gd[b], gmud[b])
+        for c in range(n, n + m):
+            out_ga[c] = a
+            out_gb[c] = b
+            out_ja[c] = gjoint[a]
+            out_jb[c] = gjoint[b]
+            out_k[c] = k
+            out_d[c] = d
+            out_mus[c] = mus
+            out_mud[c] = mud
+        n += m
+    return n
+
+
+@dataclass
+class ContactSet:
+    """Contacts of one configuration; every array has ``n`` valid leading rows (world frame, SI units)."""
+
+    n: int
+    point: np.ndarray  # (n, 3) [m]
+    normal: np.ndarray  # (n, 3) unit, from A to B
+    phi: np.ndarray  # (n,) signed distance [m]
+    geom_a: np.ndarray
+    geom_b: np.ndarray
+    joint_a: np.ndarray
+    joint_b: np.ndarray
+    stiffness: np.ndarray  # [N/m]
+    dissipation: np.ndarray  # [s/m]
+    mu_static: np.ndarray
+    mu_dynamic: np.ndarray
+    Jc: np.ndarray  # (n, 3, m) compact relative-velocity Jacobians
+    cols: np.ndarray  # (n, m) generalized-velocity columns of Jc
+    ncols: np.ndarray  # (n,)
+
+    def copy(self):
+        return ContactSet(self.n, *(getattr(self, f).copy() for f in self.__dataclass_fields__ if f != "n"))
+
+
+class ContactQuery:
+    """Reusable workspace for contact queries of one :class:`~cenic_gym.model.MultibodySystem`."""
+
+    def __init__(self, system, margin=DEFAULT_MARGIN):
+        if not (np.isfinite(margin) and margin >= 0):
+            raise ValueError(f"contact margin must be >= 0, got {margin!r}")
+        self.system = system
+        self.margin = float(margin)
+        s = system
+        nj = s.model.njoints
+        ng = len(s.geometries)
+        self.joint_R = np.zeros((nj, 3, 3))
+        self.joint_p = np.zeros((nj, 3))
+        self.geom_Rw = np.zeros((ng, 3, 3))
+        self.geom_pw = np.zeros((ng, 3))
+        cap = max(8, nph.MAX_PAIR_CONTACTS * len(s.pairs))
+        self.capacity = cap
+        self._p = np.zeros((cap, 3))
+        self._n = np.zeros((cap, 3))
+        self._phi = np.zeros(cap)
+        self._ga = np.zeros(cap, dtype=np.int64)
+        self._gb = np.zeros(cap, dtype=np.int64)
+        self._ja = np.zeros(cap, dtype=np.int64)
+        self._jb = np.zeros(cap, dtype=np.int64)
+        self._k = np.zeros(cap)
+        self._d = np.zeros(cap)
+        self._mus = np.zeros(cap)
+        self._mud = np.zeros(cap)
+        mc = s.max_contact_cols
+        self._Jc = np.zeros((cap, 3, mc))
+        self._cols = np.zeros((cap, mc), dtype=np.int64)
+        self._ncols = np.zeros(cap, dtype=np.int64)
+        self._fallback = np.zeros(len(s.pairs), dtype=np.int64)
+
+    def update_poses(self, q, data):
+        """Joint and geometry world poses at q. ``data`` must hold forward kinematics at q."""
+        s = self.system
+        joint_poses_from_q(q, s.joint_kind, s.joint_idx_q, self.joint_R, self.joint_p)
+        for j in s.general_joints:
+            M = data.oMi[j]
+            self.joint_R[j] = M.rotation
+            self.joint_p[j] = M.translation
+        geometry_poses(self.joint_R, self.joint_p, s.geom_joint, s.geom_R, s.geom_p, self.geom_Rw, self.geom_pw)
+
+    def query(self, q, data, Jw):
+        """Contacts at q. ``data`` must hold ``pin.computeJointJacobians(model, data, q)`` whose world Jacobian
+        is ``Jw`` (6, nv). Returns a ContactSet of views into this workspace (valid until the next query)."""
+        s = self.system
+        self.update_poses(q, data)
+        n = find_contacts(s.pairs, s.geom_type, s.geom_size, self.geom_Rw, self.geom_pw, s.geom_bound, s.geom_joint,
+                          s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, self.margin,
+                          self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb,
+                          self._k, self._d, self._mus, self._mud, self._fallback)
+        if s.pairs.shape[0] and self._fallback.any():
+            n = self._coal_pairs(n)
+        contact_jacobians(Jw, s.joint_cols, s.joint_ncols, self._ja, self._jb, self._p, n,
+                          self._Jc, self._cols, self._ncols)
+        return ContactSet(n, self._p[:n], self._n[:n], self._phi[:n], self._ga[:n], self._gb[:n], self._ja[:n],
+                          self._jb[:n], self._k[:n], self._d[:n], self._mus[:n], self._mud[:n], self._Jc[:n],
+                          self._cols[:n], self._ncols[:n])
+
+    def _coal_pairs(self, n):
+        """Narrow phase through coal for the flagged pairs (convex meshes, cylinders against non-planes)."""
+        s = self.system
+        for ip in np.flatnonzero(self._fallback):
+            a, b = s.pairs[ip]
+            pts, nrm, phi = nph.coal_contacts(s.coal_shapes[a], self.geom_Rw[a], self.geom_pw[a],
+                                              s.coal_shapes[b], self.geom_Rw[b], self.geom_pw[b], self.margin)
+            m = len(phi)
+            if m == 0:
+                continue
+            m = min(m, self.capacity - n)
+            sl = slice(n, n + m)
+            self._p[sl], self._n[sl], self._phi[sl] = pts[:m], nrm[:m], phi[:m]
+            self._ga[sl], self._gb[sl] = a, b
+            self._ja[sl], self._jb[sl] = s.geom_joint[a], s.geom_joint[b]
+            k, d, mus = _combine(s.geom_k[a], s.geom_d[a], s.geom_mu_s[a], s.geom_k[b], s.geom_d[b], s.geom_mu_s[b])
+            _, _, mud = _combine(s.geom_k[a], s.geom_d[a], s.geom_mu_d[a], s.geom_k[b], s.geom_d[b], s.geom_mu_d[b])
+            self._k[sl], self._d[sl], self._mus[sl], self._mud[sl] = k, d, mus, mud
+            n += m
+        return n
+
+
+def compute_kinematics(model, data, q):
+    """Forward kinematics and the world joint Jacobians at q (one Pinocchio call); returns data.J (6, nv)."""
+    return pin.computeJointJacobians(model, data, q)

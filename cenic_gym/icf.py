@@ -1,0 +1,227 @@
+"""The convex problem of one ICF step (Irrotational Contact Fields; CENIC §IV, physics-notes §1–2).
+
+    v^{n+1} = argmin_v  ℓ(v) = ½ vᵀ A v − rᵀ v + Σ_pools Σ_i ℓ_i(v_c,i)
+
+Three constraint pools, each a struct of flat arrays frozen at x^n (the *lagged* quantities) plus the step δt:
+
+* contact (compliant point contact, Hunt–Crossley normal law + Lagged friction, ICF §V-B, §VI):
+  per contact i a compact 3 x m_i relative-velocity Jacobian ``Jc[i]`` over generalized-velocity columns
+  ``cols[i, :ncols[i]]`` (world frame, v_c = v_B − v_A at the contact point), normal n̂ from A to B, signed distance
+  φ0 [m], stiffness k [N/m], dissipation d [s/m], lagged friction coefficient μ, lagged normal force
+  f_n0 = k (−φ0)_+ (1 − d v_n^n)_+ [N] and a Delassus estimate w [1/kg] (regularized Lagged, ICF eq. 26).
+* limits (near-rigid one-sided joint limits, CENIC §IV-D with errata E1, E2): per 1-DOF joint the velocity index,
+  position c^n, bounds, and the effective mass m = 1/W_ii.
+* gains (effort-limited linear control laws τ = clamp(b − c v, ±e), CENIC eq. 19–20 in the continuous Huber form
+  of physics-notes §2.9): per entry the velocity index, c ≥ 0, b, e (may be inf).
+
+Each pool has kernels for its cost, gradient and Hessian contribution, and for the value / first / second derivative
+along a search direction (line search in linear time, physics-notes §3.2). All kernels are numba, no fastmath.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+LIMIT_BETA = 0.1  # near-rigid parameter β (CENIC §IV-D)
+REGULARIZATION_SIGMA = 1.0e-3  # σ of the regularized Lagged model (ICF eq. 26)
+_DELTA = 10.0  # Δ of the static/dynamic friction blend (CENIC eq. 8)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Friction regularizer and static/dynamic blend
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _reg_f(s):
+    """ICF eq. 9: f(s) = s / sqrt(1 + s^2)."""
+    return s / math.sqrt(1.0 + s * s)
+
+
+@njit(cache=True)
+def stribeck_mu(speed, vs, mu_s, mu_d):
+    """Lagged friction coefficient μ(‖v_t‖/v_s) (CENIC eq. 7–8): μ_s at rest, μ_d above ~10 v_s."""
+    s = speed / vs
+    sig = 0.5 * (1.0 - _reg_f(abs(s) - _DELTA) / _reg_f(_DELTA))
+    return (mu_s - mu_d) * sig + mu_d
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Contact potential (physics-notes §2.2–2.4)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def contact_step_params(dt, phi0, k, d, mu, fn0, w, vs):
+    """Quantities of one contact that depend on δt: (γ_n0 [N s], ε [m/s], v̂ [m/s], 1/d)."""
+    gn0 = dt * fn0
+    eps = max(vs, REGULARIZATION_SIGMA * w * mu * gn0)
+    inv_d = 1.0 / d if d > 0.0 else 1.0e20
+    vhat = min(-phi0 / dt, inv_d)
+    return gn0, eps, vhat, inv_d
+
+
+@njit(cache=True)
+def _n_plus(v, dt, phi0, k, d):
+    """N⁺(v) = ∫ n, the antiderivative of the normal impulse (ICF §VI)."""
+    return dt * k * (-v * (phi0 + 0.5 * dt * v) + 0.5 * d * v * v * (phi0 + 2.0 / 3.0 * dt * v))
+
+
+@njit(cache=True)
+def normal_cost(vn, dt, phi0, k, d, vhat):
+    """ℓ_n(v_n) = −N⁺(min(v_n, v̂)) and its first and second derivative (Hunt–Crossley, fully implicit)."""
+    if vn < vhat:
+        cost = -_n_plus(vn, dt, phi0, k, d)
+        fe = -k * phi0 - dt * k * vn  # elastic force at the end of the step (unclipped base, pitfall P7)
+        damp = 1.0 - d * vn
+        grad = -dt * fe * damp  # = −n(v_n)
+        hess = dt * (dt * k * damp + d * fe)
+        return cost, grad, hess
+    return -_n_plus(vhat, dt, phi0, k, d), 0.0, 0.0
+
+
+@njit(cache=True)
+def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, grad, hess, want_hess):
+    """Cost of one contact at relative velocity vc (3,), world frame. Writes ∇ℓ (3,) into ``grad`` and, if
+    ``want_hess``, the 3x3 Hessian into ``hess``. Returns ℓ."""
+    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
+    vn = vc[0] * nh[0] + vc[1] * nh[1] + vc[2] * nh[2]
+    vt0 = vc[0] - vn * nh[0]
+    vt1 = vc[1] - vn * nh[1]
+    vt2 = vc[2] - vn * nh[2]
+    s_eps = math.sqrt(vt0 * vt0 + vt1 * vt1 + vt2 * vt2 + eps * eps)
+    ln, dln, d2ln = normal_cost(vn, dt, phi0, k, d, vhat)
+    mg = mu * gn0
+    cost = mg * (s_eps - eps) + ln
+    c = mg / s_eps
+    grad[0] = c * vt0 + dln * nh[0]
+    grad[1] = c * vt1 + dln * nh[1]
+    grad[2] = c * vt2 + dln * nh[2]
+    if want_hess:
+        t0, t1, t2 = vt0 / s_eps, vt1 / s_eps, vt2 / s_eps
+        t = (t0, t1, t2)
+        for a in range(3):
+            for b in range(3):
+                delta = 1.0 if a == b else 0.0
+                hess[a, b] = c * (delta - nh[a] * nh[b] - t[a] * t[b]) + d2ln * nh[a] * nh[b]
+    return cost
+
+
+@njit(cache=True)
+def contact_line_derivs(vc, u, nh, dt, phi0, k, d, mu, fn0, w, vs):
+    """ℓ, dℓ/dα and d²ℓ/dα² of one contact along v_c + α u, evaluated at α = 0 (linear-time line search)."""
+    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
+    vn = vc[0] * nh[0] + vc[1] * nh[1] + vc[2] * nh[2]
+    un = u[0] * nh[0] + u[1] * nh[1] + u[2] * nh[2]
+    vt0, vt1, vt2 = vc[0] - vn * nh[0], vc[1] - vn * nh[1], vc[2] - vn * nh[2]
+    ut0, ut1, ut2 = u[0] - un * nh[0], u[1] - un * nh[1], u[2] - un * nh[2]
+    s_eps = math.sqrt(vt0 * vt0 + vt1 * vt1 + vt2 * vt2 + eps * eps)
+    ln, dln, d2ln = normal_cost(vn, dt, phi0, k, d, vhat)
+    mg = mu * gn0
+    tu = (vt0 * ut0 + vt1 * ut1 + vt2 * ut2) / s_eps
+    uu = ut0 * ut0 + ut1 * ut1 + ut2 * ut2
+    cost = mg * (s_eps - eps) + ln
+    d1 = mg * tu + dln * un
+    d2 = mg / s_eps * (uu - tu * tu) + d2ln * un * un
+    return cost, d1, d2
+
+
+@njit(cache=True)
+def contact_impulse(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out):
+    """γ = −∇ℓ_c (3,), the impulse on body B [N s], world frame."""
+    hess = np.empty((3, 3))
+    contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out, hess, False)
+    for a in range(3):
+        out[a] = -out[a]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Joint limits (CENIC §IV-D, errata E1–E3)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def limit_params(dt, m):
+    """Near-rigid stiffness k = 4π² m / (β² δt²), dissipation time τ = β δt / π; returns (R⁻¹ = δt(δt+τ)k, δt+τ)."""
+    k = 4.0 * math.pi * math.pi * m / (LIMIT_BETA * LIMIT_BETA * dt * dt)
+    tau = LIMIT_BETA * dt / math.pi
+    return dt * (dt + tau) * k, dt + tau
+
+
+@njit(cache=True)
+def limit_cost(cdot, c, lo, hi, m, dt):
+    """One-sided quadratic limit costs; returns (ℓ, dℓ/dċ, d²ℓ/dċ²)."""
+    rinv, h = limit_params(dt, m)
+    cost = 0.0
+    g = 0.0
+    H = 0.0
+    vl = (lo - c) / h
+    if cdot < vl:
+        x = vl - cdot
+        cost += 0.5 * rinv * x * x
+        g -= rinv * x
+        H += rinv
+    vu = (hi - c) / h
+    if cdot > vu:
+        x = cdot - vu
+        cost += 0.5 * rinv * x * x
+        g += rinv * x
+        H += rinv
+    return cost, g, H
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Effort-limited linear control laws (CENIC eq. 19–20, Huber form, erratum E4)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _huber(y, e):
+    a = abs(y)
+    if a <= e:
+        return 0.5 * y * y
+    return e * a - 0.5 * e * e
+
+
+@njit(cache=True)
+def gain_cost(v, c, b, e, dt):
+    """τ = clamp(b − c v, ±e) integrated implicitly: returns (ℓ, dℓ/dv, d²ℓ/dv²) with dℓ/dv = −δt τ.
+
+    ℓ = (δt/c)(Huber_e(b − c v) − Huber_e(b)) is continuous in c and tends to −δt clamp(b, ±e) v as c → 0."""
+    y = b - c * v
+    tau = min(max(y, -e), e)
+    if c > 0.0:
+        cost = dt / c * (_huber(y, e) - _huber(b, e))
+        H = dt * c if abs(y) < e else 0.0
+    else:
+        cost = -dt * tau * v
+        H = 0.0
+    return cost, -dt * tau, H
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lagged contact parameters (computed once per geometry query, independent of δt)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def contact_lagged_params(v, Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, minv_diag, vs, nc,
+                          out_mu, out_fn0, out_w):
+    """From the state velocity v^n: lagged μ(‖v_t^n‖/v_s), lagged normal force f_n0 = k(−φ0)_+(1 − d v_n^n)_+
+    and a diagonal Delassus estimate w = tr(J diag(M)⁻¹ Jᵀ)/3 per contact."""
+    vc = np.zeros(3)
+    for i in range(nc):
+        vc[:] = 0.0
+        wi = 0.0
+        for j in range(ncols[i]):
+            col = cols[i, j]
+            for a in range(3):
+                vc[a] += Jc[i, a, j] * v[col]
+                wi += Jc[i, a, j] * Jc[i, a, j] * minv_diag[col]
+        vn = vc[0] * normal[i, 0] + vc[1] * normal[i, 1] + vc[2] * normal[i, 2]
+        vt = math.sqrt(max(vc[0] ** 2 + vc[1] ** 2 + vc[2] ** 2 - vn * vn, 0.0))
+        out_mu[i] = stribeck_mu(vt, vs, mu_s[i], mu_d[i])
+        out_fn0[i] = k[i] * max(-phi[i], 0.0) * max(1.0 - d[i] * vn, 0.0)
+        out_w[i] = wi / 3.0

@@ -1,0 +1,95 @@
+"""Kinematics kernels (numba): joint and geometry world poses, contact Jacobians.
+
+Contact Jacobian [physics-notes §1]: with Pinocchio's WORLD-frame joint Jacobian (``data.J`` after
+``pin.computeJointJacobians``: rows [v_O; ω], v_O the velocity of the body point at the world origin), the velocity
+of a body-fixed point at world position p is v_O + ω × p, so its Jacobian column c is J_v[:, c] + J_ω[:, c] × p for
+the columns c that support the body's joint (zero elsewhere). The relative-velocity Jacobian of a contact is
+J_B(p) − J_A(p); we store it compactly as a 3 x m block over the union of both supports.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .model import JOINT_FIXED, JOINT_ROOT_FREE
+
+
+@njit(cache=True)
+def quat_to_rot(x, y, z, w, R):
+    """Rotation matrix of the unit quaternion (x, y, z, w) (normalised here)."""
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / n, y / n, z / n, w / n
+    R[0, 0] = 1 - 2 * (y * y + z * z)
+    R[0, 1] = 2 * (x * y - z * w)
+    R[0, 2] = 2 * (x * z + y * w)
+    R[1, 0] = 2 * (x * y + z * w)
+    R[1, 1] = 1 - 2 * (x * x + z * z)
+    R[1, 2] = 2 * (y * z - x * w)
+    R[2, 0] = 2 * (x * z - y * w)
+    R[2, 1] = 2 * (y * z + x * w)
+    R[2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def joint_poses_from_q(q, joint_kind, joint_idx_q, R_out, p_out):
+    """World poses of the fixed (universe) and root free-flyer joints, straight from q. Other joints untouched."""
+    for j in range(joint_kind.shape[0]):
+        if joint_kind[j] == JOINT_FIXED:
+            R_out[j] = np.eye(3)
+            p_out[j] = 0.0
+        elif joint_kind[j] == JOINT_ROOT_FREE:
+            i = joint_idx_q[j]
+            p_out[j, 0] = q[i]
+            p_out[j, 1] = q[i + 1]
+            p_out[j, 2] = q[i + 2]
+            quat_to_rot(q[i + 3], q[i + 4], q[i + 5], q[i + 6], R_out[j])
+
+
+@njit(cache=True)
+def geometry_poses(joint_R, joint_p, geom_joint, geom_R, geom_p, R_out, p_out):
+    """World pose of every geometry: X_WG = X_WJ X_JG."""
+    for g in range(geom_joint.shape[0]):
+        j = geom_joint[g]
+        R_out[g] = joint_R[j] @ geom_R[g]
+        p_out[g] = joint_R[j] @ geom_p[g] + joint_p[j]
+
+
+@njit(cache=True)
+def contact_jacobians(Jw, joint_cols, joint_ncols, joint_a, joint_b, points, nc, Jc, cols, ncols):
+    """Compact relative-velocity Jacobians v_c = v_B(p) − v_A(p) of ``nc`` contacts (world frame).
+
+    Jw: (6, nv) world Jacobian of all joints. joint_cols/joint_ncols: each joint's support columns (sorted).
+    Writes Jc (nc, 3, m), cols (nc, m) and ncols (nc,)."""
+    for i in range(nc):
+        ja = joint_a[i]
+        jb = joint_b[i]
+        na = joint_ncols[ja]
+        nb = joint_ncols[jb]
+        px, py, pz = points[i, 0], points[i, 1], points[i, 2]
+        ia = 0
+        ib = 0
+        m = 0
+        while ia < na or ib < nb:
+            ca = joint_cols[ja, ia] if ia < na else 1 << 62
+            cb = joint_cols[jb, ib] if ib < nb else 1 << 62
+            col = min(ca, cb)
+            # point velocity column: v + ω × p
+            wx, wy, wz = Jw[3, col], Jw[4, col], Jw[5, col]
+            jx = Jw[0, col] + wy * pz - wz * py
+            jy = Jw[1, col] + wz * px - wx * pz
+            jz = Jw[2, col] + wx * py - wy * px
+            sign = 0.0
+            if cb == col:
+                sign += 1.0
+                ib += 1
+            if ca == col:
+                sign -= 1.0
+                ia += 1
+            cols[i, m] = col
+            Jc[i, 0, m] = sign * jx
+            Jc[i, 1, m] = sign * jy
+            Jc[i, 2, m] = sign * jz
+            m += 1
+        ncols[i] = m

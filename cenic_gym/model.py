@@ -1,0 +1,499 @@
+"""Multibody systems: a Pinocchio model plus collision geometry with contact materials.
+
+A :class:`MultibodySystem` holds
+
+* ``model`` — a ``pinocchio.Model`` (SI units, world z up, gravity ``model.gravity``). Free bodies are
+  free-flyer joints (q = [position (m), quaternion (x, y, z, w)], v = [linear, angular] in the LOCAL body frame,
+  Pinocchio's convention); fixed bodies hang on the universe joint 0.
+* the collision geometries as flat arrays (struct of arrays), each geometry attached to one joint with a
+  constant placement in that joint's frame, and a :class:`ContactMaterial`;
+* the candidate collision pairs (same-joint and fixed/fixed pairs are filtered out);
+* joint position limits of 1-DOF joints (for the near-rigid limit constraints of CENIC §IV-D).
+
+Scenes are built in code with :class:`SceneBuilder`; robots from model files come with the robots issue.
+Shape conventions (half extents, local z axes) are those of :mod:`cenic_gym.narrowphase`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from . import narrowphase as nph
+
+# --------------------------------------------------------------------------------------------------------------
+# Contact materials
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContactMaterial:
+    """Compliant point-contact material (ICF §VI, CENIC §III-B).
+
+    stiffness:   k [N/m], per contact point (a box resting on its face has 4 corner points, so 4k in total).
+    dissipation: Hunt–Crossley d [s/m]: f_n = k (-phi)_+ (1 - d v_n)_+.
+    mu_static, mu_dynamic: Coulomb coefficients; mu_dynamic defaults to mu_static.
+    """
+
+    stiffness: float = 1.0e5
+    dissipation: float = 0.0
+    mu_static: float = 0.5
+    mu_dynamic: float | None = None
+
+    def __post_init__(self):
+        if self.mu_dynamic is None:
+            object.__setattr__(self, "mu_dynamic", self.mu_static)
+        for name in ("stiffness", "dissipation", "mu_static", "mu_dynamic"):
+            val = getattr(self, name)
+            if not (np.isfinite(val) and val >= 0.0):
+                raise ValueError(f"ContactMaterial.{name} must be finite and >= 0, got {val!r}")
+        if self.stiffness == 0.0:
+            raise ValueError("ContactMaterial.stiffness must be > 0, got 0.0")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Shapes (dimensions in m; every shape's frame is at its centre, axes as documented)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sphere:
+    radius: float
+
+    geom_type = nph.SPHERE
+
+    def size(self):
+        return np.array([self.radius, 0.0, 0.0])
+
+    def volume(self):
+        return 4.0 / 3.0 * math.pi * self.radius**3
+
+    def inertia(self, mass):
+        return pin.Inertia.FromSphere(mass, self.radius)
+
+    def bounding_radius(self):
+        return self.radius
+
+
+@dataclass(frozen=True)
+class Box:
+    """Box with full side lengths ``size`` = (lx, ly, lz) [m] along its local axes."""
+
+    lengths: tuple
+
+    geom_type = nph.BOX
+
+    def size(self):
+        return 0.5 * np.asarray(self.lengths, dtype=float)
+
+    def volume(self):
+        return float(np.prod(self.lengths))
+
+    def inertia(self, mass):
+        return pin.Inertia.FromBox(mass, *map(float, self.lengths))
+
+    def bounding_radius(self):
+        return float(np.linalg.norm(self.size()))
+
+
+@dataclass(frozen=True)
+class Capsule:
+    """Capsule: a segment of length ``length`` along local z swept by a sphere of ``radius``."""
+
+    radius: float
+    length: float
+
+    geom_type = nph.CAPSULE
+
+    def size(self):
+        return np.array([self.radius, 0.5 * self.length, 0.0])
+
+    def volume(self):
+        return math.pi * self.radius**2 * (self.length + 4.0 / 3.0 * self.radius)
+
+    def inertia(self, mass):
+        return pin.Inertia.FromCapsule(mass, self.radius, self.length)
+
+    def bounding_radius(self):
+        return 0.5 * self.length + self.radius
+
+
+@dataclass(frozen=True)
+class Cylinder:
+    """Cylinder of ``radius`` and ``length`` along local z."""
+
+    radius: float
+    length: float
+
+    geom_type = nph.CYLINDER
+
+    def size(self):
+        return np.array([self.radius, 0.5 * self.length, 0.0])
+
+    def volume(self):
+        return math.pi * self.radius**2 * self.length
+
+    def inertia(self, mass):
+        return pin.Inertia.FromCylinder(mass, self.radius, self.length)
+
+    def bounding_radius(self):
+        return math.hypot(self.radius, 0.5 * self.length)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvexMesh:
+    """Convex hull of ``vertices`` (N, 3) [m] in the shape frame (handled by coal)."""
+
+    vertices: np.ndarray
+
+    geom_type = nph.CONVEX
+
+    def __post_init__(self):
+        v = np.asarray(self.vertices, dtype=float)
+        if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] < 4 or not np.all(np.isfinite(v)):
+            raise ValueError(f"ConvexMesh.vertices must be a finite (N>=4, 3) array, got shape {v.shape}")
+        object.__setattr__(self, "vertices", v)
+
+    def size(self):
+        return np.zeros(3)
+
+    def _mass_properties(self):
+        """Volume, centroid and unit-density inertia about the centroid of the convex hull (tetrahedra fan)."""
+        from scipy.spatial import ConvexHull
+
+        hull = ConvexHull(self.vertices)
+        c0 = self.vertices[hull.vertices].mean(axis=0)
+        vol = 0.0
+        first = np.zeros(3)
+        second = np.zeros((3, 3))
+        canon = np.array([[2, 1, 1], [1, 2, 1], [1, 1, 2]]) / 120.0
+        for simplex in hull.simplices:
+            a, b, c = (self.vertices[i] - c0 for i in simplex)
+            det = np.dot(a, np.cross(b, c))
+            if det < 0:  # orient outward relative to the interior point c0
+                b, c = c, b
+                det = -det
+            vt = det / 6.0
+            vol += vt
+            first += vt * (a + b + c) / 4.0
+            E = np.stack([a, b, c], axis=1)
+            second += det * E @ canon @ E.T
+        com = first / vol
+        second_c = second - vol * np.outer(com, com)  # about the centroid
+        inertia = np.trace(second_c) * np.eye(3) - second_c
+        return vol, com + c0, inertia / vol
+
+    def volume(self):
+        return self._mass_properties()[0]
+
+    def inertia(self, mass):
+        _, com, unit_inertia = self._mass_properties()
+        return pin.Inertia(mass, com, mass * unit_inertia)
+
+    def bounding_radius(self):
+        return float(np.max(np.linalg.norm(self.vertices, axis=1)))
+
+
+@dataclass(frozen=True)
+class HalfSpace:
+    """Solid below the local plane z = 0 (outward normal +z). Only on fixed bodies."""
+
+    geom_type = nph.HALFSPACE
+
+    def size(self):
+        return np.zeros(3)
+
+    def bounding_radius(self):
+        return math.inf
+
+
+SHAPES = (Sphere, Box, Capsule, Cylinder, ConvexMesh, HalfSpace)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The system
+# --------------------------------------------------------------------------------------------------------------
+
+JOINT_FIXED, JOINT_ROOT_FREE, JOINT_GENERAL = 0, 1, 2
+
+
+@dataclass
+class Geometry:
+    name: str
+    shape: object
+    joint: int  # Pinocchio joint index (0 = world)
+    placement: pin.SE3  # shape frame in the joint frame
+    material: ContactMaterial
+
+
+@dataclass
+class MultibodySystem:
+    """Pinocchio model + collision geometry as flat arrays. Build with :class:`SceneBuilder`."""
+
+    model: pin.Model
+    geometries: list
+    q0: np.ndarray  # default configuration (nq,)
+    v0: np.ndarray  # default generalized velocity (nv,)
+    body_names: list = field(default_factory=list)
+    disabled_pairs: set = field(default_factory=set)
+    stiction_tolerance: float = 1.0e-4  # v_s [m/s] (ICF §V-B)
+
+    def __post_init__(self):
+        m = self.model
+        g = self.geometries
+        ng = len(g)
+        self.geom_type = np.array([geo.shape.geom_type for geo in g], dtype=np.int64)
+        self.geom_size = np.array([geo.shape.size() for geo in g], dtype=float).reshape(ng, 3)
+        self.geom_joint = np.array([geo.joint for geo in g], dtype=np.int64)
+        self.geom_R = np.array([geo.placement.rotation for geo in g], dtype=float).reshape(ng, 3, 3)
+        self.geom_p = np.array([geo.placement.translation for geo in g], dtype=float).reshape(ng, 3)
+        self.geom_bound = np.array([geo.shape.bounding_radius() for geo in g], dtype=float)
+        self.geom_k = np.array([geo.material.stiffness for geo in g], dtype=float)
+        self.geom_d = np.array([geo.material.dissipation for geo in g], dtype=float)
+        self.geom_mu_s = np.array([geo.material.mu_static for geo in g], dtype=float)
+        self.geom_mu_d = np.array([geo.material.mu_dynamic for geo in g], dtype=float)
+        self.coal_shapes = [
+            nph.make_coal_shape(geo.shape.geom_type, geo.shape.size(), getattr(geo.shape, "vertices", None))
+            for geo in g
+        ]
+        self.pairs = self._candidate_pairs()
+        # Joint bookkeeping for the kinematics kernels.
+        nj = m.njoints
+        self.joint_kind = np.full(nj, JOINT_GENERAL, dtype=np.int64)
+        self.joint_kind[0] = JOINT_FIXED
+        self.joint_idx_q = np.array([m.idx_qs[j] if j > 0 else 0 for j in range(nj)], dtype=np.int64)
+        for j in range(1, nj):
+            if (
+                m.joints[j].shortname() == "JointModelFreeFlyer"
+                and m.parents[j] == 0
+                and m.jointPlacements[j].isIdentity()
+            ):
+                self.joint_kind[j] = JOINT_ROOT_FREE
+        self.general_joints = [j for j in range(1, nj) if self.joint_kind[j] == JOINT_GENERAL]
+        # Columns of the generalized velocity each joint's motion depends on (its support), padded with -1.
+        support = [self._support_columns(j) for j in range(nj)]
+        width = max(1, max(len(s) for s in support))
+        self.joint_cols = np.full((nj, width), -1, dtype=np.int64)
+        self.joint_ncols = np.zeros(nj, dtype=np.int64)
+        for j, s in enumerate(support):
+            self.joint_cols[j, : len(s)] = s
+            self.joint_ncols[j] = len(s)
+        self.max_contact_cols = 2 * width
+        self._limits()
+
+    # -- construction helpers ---------------------------------------------------------------------------------
+    def _support_columns(self, j):
+        m = self.model
+        cols = []
+        for a in m.supports[j]:
+            if a == 0:
+                continue
+            cols.extend(range(m.idx_vs[a], m.idx_vs[a] + m.nvs[a]))
+        return sorted(cols)
+
+    def _candidate_pairs(self):
+        pairs = []
+        g = self.geometries
+        for a in range(len(g)):
+            for b in range(a + 1, len(g)):
+                ja, jb = g[a].joint, g[b].joint
+                if ja == jb:
+                    continue
+                if self._is_static(ja) and self._is_static(jb):
+                    continue
+                if (g[a].name, g[b].name) in self.disabled_pairs or (g[b].name, g[a].name) in self.disabled_pairs:
+                    continue
+                if self.geom_type_of(a) == nph.HALFSPACE and self.geom_type_of(b) == nph.HALFSPACE:
+                    continue
+                pairs.append((a, b))
+        return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+    def geom_type_of(self, i):
+        return self.geometries[i].shape.geom_type
+
+    def _is_static(self, j):
+        return j == 0
+
+    def _limits(self):
+        """1-DOF joints (revolute, prismatic, ...) with q̇ = v and finite position limits."""
+        m = self.model
+        iq, iv, lo, hi = [], [], [], []
+        for j in range(1, m.njoints):
+            if m.nqs[j] == 1 and m.nvs[j] == 1:
+                a, b = m.lowerPositionLimit[m.idx_qs[j]], m.upperPositionLimit[m.idx_qs[j]]
+                if np.isfinite(a) or np.isfinite(b):
+                    iq.append(m.idx_qs[j])
+                    iv.append(m.idx_vs[j])
+                    lo.append(a if np.isfinite(a) else -np.inf)
+                    hi.append(b if np.isfinite(b) else np.inf)
+        self.limit_q = np.array(iq, dtype=np.int64)
+        self.limit_v = np.array(iv, dtype=np.int64)
+        self.limit_lower = np.array(lo, dtype=float)
+        self.limit_upper = np.array(hi, dtype=float)
+
+    # -- conveniences -----------------------------------------------------------------------------------------
+    @property
+    def nq(self):
+        return self.model.nq
+
+    @property
+    def nv(self):
+        return self.model.nv
+
+    def joint_id(self, body_name):
+        """Pinocchio joint index of a body added with :meth:`SceneBuilder.add_body`."""
+        if not self.model.existJointName(body_name):
+            raise KeyError(f"no body/joint named {body_name!r}; known: {list(self.model.names)[1:]}")
+        return self.model.getJointId(body_name)
+
+    def q_slice(self, body_name):
+        j = self.joint_id(body_name)
+        return slice(self.model.idx_qs[j], self.model.idx_qs[j] + self.model.nqs[j])
+
+    def v_slice(self, body_name):
+        j = self.joint_id(body_name)
+        return slice(self.model.idx_vs[j], self.model.idx_vs[j] + self.model.nvs[j])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Building scenes in code
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _rotation(rotation):
+    if rotation is None:
+        return np.eye(3)
+    R = np.asarray(rotation, dtype=float)
+    if R.shape == (4,):  # quaternion (x, y, z, w)
+        return pin.Quaternion(R[3], R[0], R[1], R[2]).normalized().toRotationMatrix()
+    if R.shape == (3,):  # roll-pitch-yaw [rad]
+        return pin.rpy.rpyToMatrix(R)
+    if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-9):
+        raise ValueError(f"rotation must be a 3x3 rotation matrix, rpy (3,) or quaternion xyzw (4,), got {R!r}")
+    return R
+
+
+def _vec3(value, name):
+    a = np.asarray(value, dtype=float)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be a finite 3-vector, got {value!r}")
+    return a
+
+
+class SceneBuilder:
+    """Build a :class:`MultibodySystem` from primitive and convex shapes.
+
+    Example::
+
+        b = SceneBuilder()
+        b.add_ground(ContactMaterial(stiffness=1e5, mu_static=0.5))
+        b.add_body("ball", Sphere(0.05), mass=0.5, position=(0, 0, 0.1))
+        system = b.build()
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81), stiction_tolerance=1.0e-4):
+        self.model = pin.Model()
+        self.model.gravity = pin.Motion(_vec3(gravity, "gravity"), np.zeros(3))
+        if not (np.isfinite(stiction_tolerance) and stiction_tolerance > 0):
+            raise ValueError(f"stiction_tolerance must be > 0, got {stiction_tolerance!r}")
+        self.stiction_tolerance = float(stiction_tolerance)
+        self.geometries: list[Geometry] = []
+        self.q0: list[np.ndarray] = []
+        self.v0: list[np.ndarray] = []
+        self.body_names: list[str] = []
+        self.disabled_pairs: set = set()
+
+    def _unique_geom_name(self, base):
+        names = {g.name for g in self.geometries}
+        if base not in names:
+            return base
+        i = 1
+        while f"{base}_{i}" in names:
+            i += 1
+        return f"{base}_{i}"
+
+    def add_ground(self, material=ContactMaterial(), height=0.0, normal=(0.0, 0.0, 1.0), name="ground"):
+        """Fixed half-space whose boundary passes through ``height * e_z`` with outward ``normal`` (world)."""
+        n = _vec3(normal, "normal")
+        n = n / np.linalg.norm(n)
+        z = np.array([0.0, 0.0, 1.0])
+        axis = np.cross(z, n)
+        s, c = np.linalg.norm(axis), float(np.dot(z, n))
+        R = np.eye(3) if s < 1e-12 else pin.exp3(axis / s * math.atan2(s, c))
+        self.geometries.append(Geometry(self._unique_geom_name(name), HalfSpace(), 0,
+                                        pin.SE3(R, np.array([0.0, 0.0, float(height)])), material))
+        return self
+
+    def add_fixed(self, name, shape, position=(0, 0, 0), rotation=None, material=ContactMaterial()):
+        """A shape welded to the world at the given pose (world frame)."""
+        self._check_shape(shape)
+        pose = pin.SE3(_rotation(rotation), _vec3(position, "position"))
+        self.geometries.append(Geometry(self._unique_geom_name(name), shape, 0, pose, material))
+        return self
+
+    def add_body(self, name, shapes, mass=None, density=None, position=(0, 0, 0), rotation=None,
+                 velocity=(0, 0, 0), angular_velocity=(0, 0, 0), material=ContactMaterial(), inertia=None):
+        """A free rigid body (free-flyer joint) made of one or several shapes.
+
+        shapes:   a shape, or a list of (shape, pin.SE3 placement in the body frame).
+        mass [kg] or density [kg/m^3]: exactly one, unless ``inertia`` (a pin.Inertia) is given.
+        position [m], rotation (3x3, rpy or quaternion xyzw): body frame in the world at t = 0.
+        velocity [m/s], angular_velocity [rad/s]: world-frame initial velocity of the body origin.
+        """
+        if self.model.existJointName(name):
+            raise ValueError(f"a body named {name!r} already exists")
+        items = [(shapes, pin.SE3.Identity())] if not isinstance(shapes, (list, tuple)) else list(shapes)
+        for shp, _ in items:
+            self._check_shape(shp)
+            if isinstance(shp, HalfSpace):
+                raise ValueError("HalfSpace shapes can only be fixed (use add_ground)")
+        if inertia is None:
+            if (mass is None) == (density is None):
+                raise ValueError(f"body {name!r}: give exactly one of mass or density (got mass={mass!r}, density={density!r})")
+            vols = np.array([s.volume() for s, _ in items])
+            if density is None:
+                if not (np.isfinite(mass) and mass > 0):
+                    raise ValueError(f"body {name!r}: mass must be > 0, got {mass!r}")
+                density = mass / vols.sum()
+            if not (np.isfinite(density) and density > 0):
+                raise ValueError(f"body {name!r}: density must be > 0, got {density!r}")
+            inertia = pin.Inertia.Zero()
+            for (shp, X), vol in zip(items, vols):
+                inertia += X.act(shp.inertia(density * vol))
+        jid = self.model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), name)
+        self.model.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
+        self.model.addBodyFrame(name, jid, pin.SE3.Identity(), 0)
+        for k, (shp, X) in enumerate(items):
+            self.geometries.append(Geometry(self._unique_geom_name(f"{name}/{k}"), shp, jid, X, material))
+        R = _rotation(rotation)
+        quat = pin.Quaternion(R).coeffs()  # x, y, z, w
+        self.q0.append(np.concatenate([_vec3(position, "position"), quat]))
+        self.v0.append(np.concatenate([R.T @ _vec3(velocity, "velocity"), R.T @ _vec3(angular_velocity, "angular_velocity")]))
+        self.body_names.append(name)
+        return self
+
+    def disable_collision(self, geom_a, geom_b):
+        self.disabled_pairs.add((geom_a, geom_b))
+        return self
+
+    @staticmethod
+    def _check_shape(shape):
+        if not isinstance(shape, SHAPES):
+            raise ValueError(f"unknown shape {shape!r}; use one of {[s.__name__ for s in SHAPES]}")
+        for f in dataclasses.fields(shape):
+            val = getattr(shape, f.name)
+            if isinstance(val, (int, float)) and not (np.isfinite(val) and val > 0):
+                raise ValueError(f"{type(shape).__name__}.{f.name} must be > 0, got {val!r}")
+        if isinstance(shape, Box):
+            ln = np.asarray(shape.lengths, dtype=float)
+            if ln.shape != (3,) or not np.all(np.isfinite(ln) & (ln > 0)):
+                raise ValueError(f"Box.lengths must be three positive lengths, got {shape.lengths!r}")
+
+    def build(self) -> MultibodySystem:
+        q0 = np.concatenate(self.q0) if self.q0 else np.zeros(0)
+        v0 = np.concatenate(self.v0) if self.v0 else np.zeros(0)
+        return MultibodySystem(self.model, list(self.geometries), q0, v0, list(self.body_names),
+                               set(self.disabled_pairs), self.stiction_tolerance)

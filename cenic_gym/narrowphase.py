@@ -1,0 +1,1075 @@
+"""Narrow-phase contact generation between pairs of geometries.
+
+Two paths:
+
+* ``collide_primitives`` -- numba kernels for the analytic primitive pairs
+  (half-space, sphere, box, capsule, cylinder vs half-space).  Allocation-free
+  apart from a few tiny fixed-size local arrays.
+* ``coal_contacts`` -- plain-Python fallback through coal (GJK/EPA + contact
+  patches) for every other pair (cylinders vs non-half-spaces, convex meshes).
+
+Conventions (all quantities in world frame, SI units):
+
+* Geometry pose: rotation ``R`` (3x3, columns = local axes in world) and
+  position ``p`` (3,), so ``x_world = R @ x_local + p``.
+* Sizes (``size`` float64[3]): HALFSPACE unused (solid is local z <= 0, outward
+  normal local +z); SPHERE ``[r]``; BOX half extents ``[hx, hy, hz]``;
+  CAPSULE / CYLINDER ``[r, half_length]`` along local z.
+* A contact between A and B is ``(point, normal, phi)``: ``phi`` is the signed
+  distance in metres (negative = penetration), ``normal`` the unit vector from A
+  to B (moving B along +normal increases phi) and ``point`` the midpoint of the
+  two witness points.  Only contacts with ``phi < margin`` are reported, at most
+  ``MAX_PAIR_CONTACTS`` per pair.
+"""
+
+import numpy as np
+from numba import njit
+
+try:  # coal is only needed for the fallback path
+    import coal
+except ImportError:  # pragma: no cover
+    coal = None
+
+HALFSPACE = 0
+SPHERE = 1
+BOX = 2
+CAPSULE = 3
+CYLINDER = 4
+CONVEX = 5
+
+MAX_PAIR_CONTACTS = 8
+
+_TINY = 1e-12  # lengths below this (m) are treated as zero
+_AXIS_EPS = 1e-6  # |a x b| below this: cross-product SAT axis skipped
+_FACE_BIAS = 1e-7  # m; an edge-edge SAT axis must beat the best face axis by this
+_DEPTH_TOL = 1e-9  # m; tolerance when checking that a manifold holds the deepest point
+_PARALLEL_SIN2 = 1e-4  # sin^2 of the angle under which two capsules count as parallel
+_FACE_COS = 1.0 - 1e-6  # |cos| above which a normal counts as a box face normal
+
+
+# ---------------------------------------------------------------------------
+# small vector helpers (3-vectors as float64 arrays)
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit(cache=True)
+def _norm(a):
+    return np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+
+
+@njit(cache=True)
+def _cross(a, b):
+    out = np.empty(3)
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+    return out
+
+
+@njit(cache=True)
+def _clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+@njit(cache=True)
+def _sign(x):
+    """+1 for x >= 0, -1 otherwise (never 0, so it can pick a box feature)."""
+    return 1.0 if x >= 0.0 else -1.0
+
+
+@njit(cache=True)
+def _col(R, j):
+    """Column j of R (local axis j expressed in world)."""
+    out = np.empty(3)
+    out[0] = R[0, j]
+    out[1] = R[1, j]
+    out[2] = R[2, j]
+    return out
+
+
+@njit(cache=True)
+def _to_local(R, p, x):
+    """World point x -> local coordinates R^T (x - p)."""
+    out = np.empty(3)
+    d0 = x[0] - p[0]
+    d1 = x[1] - p[1]
+    d2 = x[2] - p[2]
+    for i in range(3):
+        out[i] = R[0, i] * d0 + R[1, i] * d1 + R[2, i] * d2
+    return out
+
+
+@njit(cache=True)
+def _rot_t(R, v):
+    """World direction v -> local direction R^T v."""
+    out = np.empty(3)
+    for i in range(3):
+        out[i] = R[0, i] * v[0] + R[1, i] * v[1] + R[2, i] * v[2]
+    return out
+
+
+@njit(cache=True)
+def _rot(R, v):
+    """Local direction v -> world direction R v."""
+    out = np.empty(3)
+    for i in range(3):
+        out[i] = R[i, 0] * v[0] + R[i, 1] * v[1] + R[i, 2] * v[2]
+    return out
+
+
+@njit(cache=True)
+def _to_world(R, p, x):
+    """Local point x -> world point R x + p."""
+    out = _rot(R, x)
+    out[0] += p[0]
+    out[1] += p[1]
+    out[2] += p[2]
+    return out
+
+
+@njit(cache=True)
+def _unit(k):
+    """Unit vector along axis k."""
+    e = np.zeros(3)
+    e[k] = 1.0
+    return e
+
+
+@njit(cache=True)
+def _any_perp(u):
+    """Some unit vector perpendicular to the unit vector u."""
+    if abs(u[0]) < 0.57735:
+        a = np.array([1.0, 0.0, 0.0])
+    elif abs(u[1]) < 0.57735:
+        a = np.array([0.0, 1.0, 0.0])
+    else:
+        a = np.array([0.0, 0.0, 1.0])
+    w = _cross(u, a)
+    return w / _norm(w)
+
+
+@njit(cache=True)
+def _emit(out_p, out_n, out_phi, k, point, normal, phi):
+    """Write one contact into row k of the output buffers."""
+    for i in range(3):
+        out_p[k, i] = point[i]
+        out_n[k, i] = normal[i]
+    out_phi[k] = phi
+
+
+@njit(cache=True)
+def _emit_guard(out_p, out_n, out_phi, k0, n, point, normal, phi):
+    """Append a contact (or overwrite the shallowest one when the pair is full).
+
+    Used to make sure the deepest contact of a pair is always part of its
+    manifold.  Returns the new number of contacts.
+    """
+    if n < MAX_PAIR_CONTACTS:
+        _emit(out_p, out_n, out_phi, k0 + n, point, normal, phi)
+        return n + 1
+    worst = k0
+    for i in range(k0 + 1, k0 + n):
+        if out_phi[i] > out_phi[worst]:
+            worst = i
+    _emit(out_p, out_n, out_phi, worst, point, normal, phi)
+    return n
+
+
+# ---------------------------------------------------------------------------
+# closest-point primitives
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _closest_segments(c1, u1, h1, c2, u2, h2):
+    """Closest points of segments c1 + s u1, |s| <= h1 and c2 + t u2, |t| <= h2.
+
+    u1, u2 are unit vectors.  Returns the parameters (s, t) (metres along the
+    axes).  Parallel segments give one of the (many) closest pairs.
+    """
+    r0 = c1[0] - c2[0]
+    r1 = c1[1] - c2[1]
+    r2 = c1[2] - c2[2]
+    b = _dot(u1, u2)
+    c = u1[0] * r0 + u1[1] * r1 + u1[2] * r2
+    f = u2[0] * r0 + u2[1] * r1 + u2[2] * r2
+    denom = 1.0 - b * b
+    if denom > 1e-14:
+        s = _clamp((b * f - c) / denom, -h1, h1)
+    else:
+        s = 0.0
+    t = f + b * s
+    if t < -h2:
+        t = -h2
+        s = _clamp(b * t - c, -h1, h1)
+    elif t > h2:
+        t = h2
+        s = _clamp(b * t - c, -h1, h1)
+    return s, t
+
+
+@njit(cache=True)
+def _box_edge(h, axis, idx):
+    """Edge idx (0..3) parallel to local `axis` of a box with half extents h.
+
+    Returns (center (3,) in box frame, half length)."""
+    j = (axis + 1) % 3
+    k = (axis + 2) % 3
+    c = np.zeros(3)
+    c[j] = h[j] if (idx & 1) else -h[j]
+    c[k] = h[k] if (idx & 2) else -h[k]
+    return c, h[axis]
+
+
+@njit(cache=True)
+def _segment_box_distance(c, u, hs, H):
+    """Distance between segment c + s u (|s| <= hs) and an axis-aligned box.
+
+    Everything in the box frame; the box has half extents H.  Only valid when
+    the segment does not cross the box interior (checked by the caller with
+    SAT).  Returns (d, point on box, point on segment).
+    """
+    best = np.inf
+    wbox = np.zeros(3)
+    wseg = np.zeros(3)
+    # segment end points vs box
+    for sgn in (-1.0, 1.0):
+        e = c + sgn * hs * u
+        cl = np.empty(3)
+        for i in range(3):
+            cl[i] = _clamp(e[i], -H[i], H[i])
+        d = _norm(e - cl)
+        if d < best:
+            best = d
+            wbox[:] = cl
+            wseg[:] = e
+    # segment interior vs the 12 box edges
+    ax = np.zeros(3)
+    for axis in range(3):
+        ax[:] = 0.0
+        ax[axis] = 1.0
+        for idx in range(4):
+            ec, eh = _box_edge(H, axis, idx)
+            s, t = _closest_segments(c, u, hs, ec, ax, eh)
+            ps = c + s * u
+            pe = ec + t * ax
+            d = _norm(ps - pe)
+            if d < best:
+                best = d
+                wbox[:] = pe
+                wseg[:] = ps
+    return best, wbox, wseg
+
+
+@njit(cache=True)
+def _box_box_distance(hA, RA, pA, hB, RB, pB):
+    """Exact distance between two *disjoint* boxes (caller checks with SAT).
+
+    Minimum over vertex-box (both ways) and edge-edge pairs.  Returns
+    (d, witness on A, witness on B), witnesses in world frame.
+    """
+    # B expressed in A's frame: axes C[:, j], centre t
+    C = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            C[i, j] = RA[0, i] * RB[0, j] + RA[1, i] * RB[1, j] + RA[2, i] * RB[2, j]
+    t = _to_local(RA, pA, pB)
+    best = np.inf
+    wa = np.zeros(3)
+    wb = np.zeros(3)
+    v = np.empty(3)
+    cl = np.empty(3)
+    for corner in range(8):
+        s0 = 1.0 if corner & 1 else -1.0
+        s1 = 1.0 if corner & 2 else -1.0
+        s2 = 1.0 if corner & 4 else -1.0
+        # vertex of B vs box A (A frame)
+        for i in range(3):
+            v[i] = t[i] + C[i, 0] * s0 * hB[0] + C[i, 1] * s1 * hB[1] + C[i, 2] * s2 * hB[2]
+            cl[i] = _clamp(v[i], -hA[i], hA[i])
+        d = _norm(v - cl)
+        if d < best:
+            best = d
+            wa[:] = cl
+            wb[:] = v
+        # vertex of A vs box B (B frame, then back to A frame)
+        va = np.array([s0 * hA[0], s1 * hA[1], s2 * hA[2]])
+        vb = np.empty(3)
+        for j in range(3):
+            vb[j] = C[0, j] * (va[0] - t[0]) + C[1, j] * (va[1] - t[1]) + C[2, j] * (va[2] - t[2])
+            cl[j] = _clamp(vb[j], -hB[j], hB[j])
+        d = _norm(vb - cl)
+        if d < best:
+            best = d
+            wa[:] = va
+            for i in range(3):
+                wb[i] = t[i] + C[i, 0] * cl[0] + C[i, 1] * cl[1] + C[i, 2] * cl[2]
+    # edge-edge
+    axA = np.zeros(3)
+    axB = np.empty(3)
+    for ia in range(3):
+        axA[:] = 0.0
+        axA[ia] = 1.0
+        for ea in range(4):
+            ca, ha = _box_edge(hA, ia, ea)
+            for ib in range(3):
+                for i in range(3):
+                    axB[i] = C[i, ib]
+                for eb in range(4):
+                    cbl, hb = _box_edge(hB, ib, eb)
+                    cb = np.empty(3)
+                    for i in range(3):
+                        cb[i] = t[i] + C[i, 0] * cbl[0] + C[i, 1] * cbl[1] + C[i, 2] * cbl[2]
+                    s, u = _closest_segments(ca, axA, ha, cb, axB, hb)
+                    qa = ca + s * axA
+                    qb = cb + u * axB
+                    d = _norm(qb - qa)
+                    if d < best:
+                        best = d
+                        wa[:] = qa
+                        wb[:] = qb
+    return best, _to_world(RA, pA, wa), _to_world(RA, pA, wb)
+
+
+# ---------------------------------------------------------------------------
+# pair kernels.  Each has the signature
+#   (size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0) -> n
+# with A of the lower type code; normals point from A to B.
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _halfspace_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Half-space A vs sphere B: one contact below the sphere centre."""
+    n = _col(R_a, 2)
+    r = size_b[0]
+    phi = _dot(n, p_b - p_a) - r
+    if phi >= margin:
+        return 0
+    point = p_b - (r + 0.5 * phi) * n
+    _emit(out_p, out_n, out_phi, k0, point, n, phi)
+    return 1
+
+
+@njit(cache=True)
+def _halfspace_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Half-space A vs box B: every box corner with phi < margin (<= 8)."""
+    n = _col(R_a, 2)
+    base = _dot(n, p_b - p_a)
+    proj = np.empty(3)  # signed extent of each half axis along n
+    for j in range(3):
+        proj[j] = size_b[j] * (n[0] * R_b[0, j] + n[1] * R_b[1, j] + n[2] * R_b[2, j])
+    cnt = 0
+    v = np.empty(3)
+    for corner in range(8):
+        s0 = 1.0 if corner & 1 else -1.0
+        s1 = 1.0 if corner & 2 else -1.0
+        s2 = 1.0 if corner & 4 else -1.0
+        phi = base + s0 * proj[0] + s1 * proj[1] + s2 * proj[2]
+        if phi < margin:
+            for i in range(3):
+                v[i] = (p_b[i] + s0 * size_b[0] * R_b[i, 0] + s1 * size_b[1] * R_b[i, 1]
+                        + s2 * size_b[2] * R_b[i, 2])
+            _emit(out_p, out_n, out_phi, k0 + cnt, v - 0.5 * phi * n, n, phi)
+            cnt += 1
+    return cnt
+
+
+@njit(cache=True)
+def _halfspace_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Half-space A vs capsule B: one contact per segment end with phi < margin."""
+    n = _col(R_a, 2)
+    axis = _col(R_b, 2)
+    r = size_b[0]
+    cnt = 0
+    for sgn in (-1.0, 1.0):
+        e = p_b + sgn * size_b[1] * axis
+        phi = _dot(n, e - p_a) - r
+        if phi < margin:
+            _emit(out_p, out_n, out_phi, k0 + cnt, e - (r + 0.5 * phi) * n, n, phi)
+            cnt += 1
+    return cnt
+
+
+@njit(cache=True)
+def _halfspace_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Half-space A vs cylinder B.
+
+    For each cap, four rim points 90 deg apart, starting at the rim point
+    deepest in the half-space, each reported with its own depth if < margin.
+    Standing on a cap -> 4 points; lying on the side -> the deepest rim point of
+    each cap (2 points); tilted -> the deepest rim points within margin.
+    """
+    n = _col(R_a, 2)
+    a = _col(R_b, 2)
+    r = size_b[0]
+    hl = size_b[1]
+    # direction in the cap plane that points most into the half-space
+    down = _dot(n, a) * a - n
+    ln = _norm(down)
+    if ln > 1e-9:
+        u = down / ln
+    else:
+        u = _col(R_b, 0)
+    w = _cross(a, u)
+    cnt = 0
+    # deepest cap first so that a truncated manifold keeps the deepest points
+    first = -1.0 if _dot(n, a) >= 0.0 else 1.0
+    for sgn in (first, -first):
+        cc = p_b + sgn * hl * a
+        for q in range(4):
+            if q == 0:
+                v = cc + r * u
+            elif q == 1:
+                v = cc + r * w
+            elif q == 2:
+                v = cc - r * w
+            else:
+                v = cc - r * u
+            phi = _dot(n, v - p_a)
+            if phi < margin:
+                _emit(out_p, out_n, out_phi, k0 + cnt, v - 0.5 * phi * n, n, phi)
+                cnt += 1
+    return cnt
+
+
+@njit(cache=True)
+def _spheres(ca, ra, cb, rb, fallback, margin, out_p, out_n, out_phi, k):
+    """Contact between spheres (ca, ra) and (cb, rb); normal A->B.
+
+    `fallback` is the normal used when the centres coincide.  Returns 0 or 1."""
+    diff = cb - ca
+    dist = _norm(diff)
+    phi = dist - ra - rb
+    if phi >= margin:
+        return 0
+    if dist > _TINY:
+        n = diff / dist
+    else:
+        n = fallback.copy()
+    point = ca + (ra + 0.5 * phi) * n
+    _emit(out_p, out_n, out_phi, k, point, n, phi)
+    return 1
+
+
+@njit(cache=True)
+def _sphere_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Sphere A vs sphere B: one contact on the centre line."""
+    return _spheres(p_a, size_a[0], p_b, size_b[0], np.array([0.0, 0.0, 1.0]), margin,
+                    out_p, out_n, out_phi, k0)
+
+
+@njit(cache=True)
+def _sphere_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Sphere A vs box B: closest point on the box, or the nearest face if the
+    centre is inside the box (deep penetration)."""
+    r = size_a[0]
+    q = _to_local(R_b, p_b, p_a)
+    cl = np.empty(3)
+    for i in range(3):
+        cl[i] = _clamp(q[i], -size_b[i], size_b[i])
+    diff = q - cl
+    dist = _norm(diff)
+    if dist > _TINY:
+        phi = dist - r
+        if phi >= margin:
+            return 0
+        n_bs = _rot(R_b, diff / dist)  # box -> sphere
+    else:
+        # centre inside: push out through the closest face
+        best = 0
+        pen = size_b[0] - abs(q[0])
+        for i in range(1, 3):
+            pi = size_b[i] - abs(q[i])
+            if pi < pen:
+                pen = pi
+                best = i
+        phi = -pen - r
+        if phi >= margin:
+            return 0
+        n_bs = _sign(q[best]) * _col(R_b, best)
+    point = p_a - (r + 0.5 * phi) * n_bs
+    _emit(out_p, out_n, out_phi, k0, point, -n_bs, phi)
+    return 1
+
+
+@njit(cache=True)
+def _sphere_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Sphere A vs capsule B: sphere vs closest point of the capsule segment."""
+    axis = _col(R_b, 2)
+    t = _clamp(_dot(p_a - p_b, axis), -size_b[1], size_b[1])
+    q = p_b + t * axis
+    return _spheres(p_a, size_a[0], q, size_b[0], _any_perp(axis), margin,
+                    out_p, out_n, out_phi, k0)
+
+
+@njit(cache=True)
+def _capsule_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Capsule A vs capsule B.
+
+    Closest points of the two segments; for (nearly) parallel overlapping
+    segments, two contacts at the ends of the overlap (plus the closest pair if
+    it is deeper than both, i.e. the segments cross at a small angle)."""
+    ra = size_a[0]
+    ha = size_a[1]
+    rb = size_b[0]
+    hb = size_b[1]
+    ua = _col(R_a, 2)
+    ub = _col(R_b, 2)
+    cr = _cross(ua, ub)
+    sin2 = _dot(cr, cr)
+    if sin2 > 1e-12:
+        fallback = cr / np.sqrt(sin2)
+    else:
+        fallback = _any_perp(ua)
+    s, t = _closest_segments(p_a, ua, ha, p_b, ub, hb)
+    qa = p_a + s * ua
+    qb = p_b + t * ub
+    cnt = 0
+    if sin2 < _PARALLEL_SIN2 and ha > 0.0 and hb > 0.0:
+        rel = p_b - p_a
+        s1 = _dot(rel + hb * ub, ua)
+        s2 = _dot(rel - hb * ub, ua)
+        lo = max(-ha, min(s1, s2))
+        hi = min(ha, max(s1, s2))
+        if hi - lo > 1e-9 * (1.0 + ha):
+            for sa in (lo, hi):
+                pa = p_a + sa * ua
+                tb = _clamp(_dot(pa - p_b, ub), -hb, hb)
+                pb = p_b + tb * ub
+                cnt += _spheres(pa, ra, pb, rb, fallback, margin, out_p, out_n, out_phi, k0 + cnt)
+            phi_c = _norm(qb - qa) - ra - rb
+            deeper = True
+            for i in range(k0, k0 + cnt):
+                if out_phi[i] <= phi_c + _DEPTH_TOL:
+                    deeper = False
+            if deeper:
+                cnt += _spheres(qa, ra, qb, rb, fallback, margin, out_p, out_n, out_phi, k0 + cnt)
+            return cnt
+    return _spheres(qa, ra, qb, rb, fallback, margin, out_p, out_n, out_phi, k0)
+
+
+@njit(cache=True)
+def _clip_polygon(poly, m, axis, side, limit, out):
+    """Sutherland-Hodgman: keep the part of polygon poly[:m] with
+    side * x[axis] <= limit.  Writes into out, returns the new vertex count."""
+    cnt = 0
+    cap = out.shape[0]
+    for e in range(m):
+        nx = (e + 1) % m
+        dc = side * poly[e, axis] - limit
+        dn = side * poly[nx, axis] - limit
+        if dc <= 0.0 and cnt < cap:
+            out[cnt, :] = poly[e, :]
+            cnt += 1
+        if ((dc < 0.0 and dn > 0.0) or (dc > 0.0 and dn < 0.0)) and cnt < cap:
+            tpar = dc / (dc - dn)
+            for i in range(3):
+                out[cnt, i] = poly[e, i] + tpar * (poly[nx, i] - poly[e, i])
+            cnt += 1
+    return cnt
+
+
+@njit(cache=True)
+def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Box A vs box B: separating-axis test over the 15 axes.
+
+    * best axis a face normal: the incident face of the other box is clipped
+      against the side planes of the reference face (Sutherland-Hodgman), each
+      clipped vertex gets its own depth along the reference normal (<= 8 pts);
+    * best axis an edge-edge cross product: one contact between the two edges.
+    For separated boxes (within margin) the exact distance is computed by
+    feature enumeration; if it is not realised along the best face axis
+    (edge/vertex proximity) a single closest-point contact is returned.
+    """
+    hA = size_a
+    hB = size_b
+    C = np.empty((3, 3))  # C[:, j] = B axis j in A frame
+    for i in range(3):
+        for j in range(3):
+            C[i, j] = R_a[0, i] * R_b[0, j] + R_a[1, i] * R_b[1, j] + R_a[2, i] * R_b[2, j]
+    t = _to_local(R_a, p_a, p_b)
+
+    best_s = -np.inf
+    kind = -1  # 0: face of A, 1: face of B, 2: edge-edge
+    bi = 0
+    bj = 0
+    bL = np.zeros(3)  # best axis in A frame, oriented A -> B
+    L = np.empty(3)
+    # faces of A
+    for i in range(3):
+        rb = hB[0] * abs(C[i, 0]) + hB[1] * abs(C[i, 1]) + hB[2] * abs(C[i, 2])
+        s = abs(t[i]) - hA[i] - rb
+        if s >= margin:
+            return 0
+        if s > best_s:
+            best_s = s
+            kind = 0
+            bi = i
+            bL[:] = 0.0
+            bL[i] = _sign(t[i])
+    # faces of B
+    for j in range(3):
+        ra = hA[0] * abs(C[0, j]) + hA[1] * abs(C[1, j]) + hA[2] * abs(C[2, j])
+        dist = t[0] * C[0, j] + t[1] * C[1, j] + t[2] * C[2, j]
+        s = abs(dist) - ra - hB[j]
+        if s >= margin:
+            return 0
+        if s > best_s:
+            best_s = s
+            kind = 1
+            bj = j
+            sg = _sign(dist)
+            for i in range(3):
+                bL[i] = sg * C[i, j]
+    # edge-edge axes: e_i x C[:, j]
+    for i in range(3):
+        for j in range(3):
+            c0 = C[0, j]
+            c1 = C[1, j]
+            c2 = C[2, j]
+            if i == 0:
+                L[0] = 0.0
+                L[1] = -c2
+                L[2] = c1
+            elif i == 1:
+                L[0] = c2
+                L[1] = 0.0
+                L[2] = -c0
+            else:
+                L[0] = -c1
+                L[1] = c0
+                L[2] = 0.0
+            ln = _norm(L)
+            if ln < _AXIS_EPS:
+                continue
+            L /= ln
+            ra = hA[0] * abs(L[0]) + hA[1] * abs(L[1]) + hA[2] * abs(L[2])
+            rb = 0.0
+            for k in range(3):
+                rb += hB[k] * abs(L[0] * C[0, k] + L[1] * C[1, k] + L[2] * C[2, k])
+            dist = _dot(t, L)
+            s = abs(dist) - ra - rb
+            if s >= margin:
+                return 0
+            if s > best_s + _FACE_BIAS:
+                best_s = s
+                kind = 2
+                bi = i
+                bj = j
+                bL[:] = _sign(dist) * L
+    nw = _rot(R_a, bL)  # world normal A -> B
+
+    separated = best_s >= 0.0
+    wa_x = np.zeros(3)
+    wb_x = np.zeros(3)
+    if separated:
+        d, wa_x, wb_x = _box_box_distance(hA, R_a, p_a, hB, R_b, p_b)
+        if d >= margin:
+            return 0
+        phi_x = d
+        if kind == 2 or d > best_s + _DEPTH_TOL:
+            # closest features are not face-aligned: single exact contact
+            if d > _TINY:
+                n1 = (wb_x - wa_x) / d
+            else:
+                n1 = nw
+            _emit(out_p, out_n, out_phi, k0, 0.5 * (wa_x + wb_x), n1, d)
+            return 1
+    else:
+        phi_x = best_s
+
+    if kind == 2:
+        # penetrating edge-edge: closest points of the two supporting edges
+        ca = np.empty(3)
+        for k in range(3):
+            ca[k] = 0.0 if k == bi else _sign(bL[k]) * hA[k]
+        ua = np.zeros(3)
+        ua[bi] = 1.0
+        cb = t.copy()
+        ub = np.empty(3)
+        for k in range(3):
+            sk = 0.0 if k == bj else _sign(bL[0] * C[0, k] + bL[1] * C[1, k] + bL[2] * C[2, k])
+            for i in range(3):
+                cb[i] -= sk * hB[k] * C[i, k]
+        for i in range(3):
+            ub[i] = C[i, bj]
+        s, u = _closest_segments(ca, ua, hA[bi], cb, ub, hB[bj])
+        mid = 0.5 * ((ca + s * ua) + (cb + u * ub))
+        _emit(out_p, out_n, out_phi, k0, _to_world(R_a, p_a, mid), nw, best_s)
+        return 1
+
+    # face contact: reference box (owner of the face axis) and incident box
+    if kind == 0:
+        hR = hA
+        RR = R_a
+        pR = p_a
+        hI = hB
+        RI = R_b
+        pI = p_b
+        iref = bi
+        n_ref = nw  # outward normal of the reference face, towards the other box
+        n_out = nw
+    else:
+        hR = hB
+        RR = R_b
+        pR = p_b
+        hI = hA
+        RI = R_a
+        pI = p_a
+        iref = bj
+        n_ref = -nw
+        n_out = nw
+    sr = _sign(n_ref[0] * RR[0, iref] + n_ref[1] * RR[1, iref] + n_ref[2] * RR[2, iref])
+
+    # incident face: the face of the incident box most anti-parallel to n_ref
+    kinc = 0
+    best_c = -1.0
+    for k in range(3):
+        ck = abs(n_ref[0] * RI[0, k] + n_ref[1] * RI[1, k] + n_ref[2] * RI[2, k])
+        if ck > best_c:
+            best_c = ck
+            kinc = k
+    sk = _sign(n_ref[0] * RI[0, kinc] + n_ref[1] * RI[1, kinc] + n_ref[2] * RI[2, kinc])
+    k1 = (kinc + 1) % 3
+    k2 = (kinc + 2) % 3
+    poly = np.empty((12, 3))
+    tmp = np.empty((12, 3))
+    v = np.empty(3)
+    for c in range(4):
+        a1 = 1.0 if (c == 0 or c == 3) else -1.0
+        a2 = 1.0 if c < 2 else -1.0
+        for i in range(3):
+            v[i] = (pI[i] - sk * hI[kinc] * RI[i, kinc] + a1 * hI[k1] * RI[i, k1]
+                    + a2 * hI[k2] * RI[i, k2])
+        poly[c, :] = _to_local(RR, pR, v)
+    m = 4
+    for ax in range(3):
+        if ax == iref:
+            continue
+        m = _clip_polygon(poly, m, ax, 1.0, hR[ax], tmp)
+        m = _clip_polygon(tmp, m, ax, -1.0, hR[ax], poly)
+
+    cnt = 0
+    min_phi = np.inf
+    for e in range(m):
+        phi = sr * poly[e, iref] - hR[iref]
+        if phi < margin and cnt < MAX_PAIR_CONTACTS:
+            pw = _to_world(RR, pR, poly[e])
+            _emit(out_p, out_n, out_phi, k0 + cnt, pw - 0.5 * phi * n_ref, n_out, phi)
+            cnt += 1
+            min_phi = min(min_phi, phi)
+    if cnt == 0 or min_phi > phi_x + _DEPTH_TOL:
+        # deepest point lies outside the reference face: add it explicitly
+        if separated:
+            pt = 0.5 * (wa_x + wb_x)
+        else:
+            for i in range(3):
+                v[i] = pI[i]
+                for k in range(3):
+                    sgk = _sign(n_ref[0] * RI[0, k] + n_ref[1] * RI[1, k] + n_ref[2] * RI[2, k])
+                    v[i] -= sgk * hI[k] * RI[i, k]
+            pt = v - 0.5 * phi_x * n_ref
+        cnt = _emit_guard(out_p, out_n, out_phi, k0, cnt, pt, n_out, phi_x)
+    return cnt
+
+
+@njit(cache=True)
+def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Box A vs capsule B (segment vs box, then inflate by the radius).
+
+    SAT over the 3 box face normals and the 3 (box edge x segment) axes decides
+    overlap; a separated segment gets the exact closest points by feature
+    enumeration.  If the contact normal is a box face normal, the segment is
+    clipped to that face and each clipped end point is reported with its own
+    depth (two points for a capsule lying on a face); otherwise one contact.
+    """
+    H = size_a
+    r = size_b[0]
+    hs = size_b[1]
+    q = _to_local(R_a, p_a, p_b)  # capsule centre in box frame
+    u = _rot_t(R_a, _col(R_b, 2))  # capsule axis in box frame
+
+    best_s = -np.inf
+    kind = -1  # 0: box face, 2: box edge x segment
+    bk = 0
+    bL = np.zeros(3)
+    for k in range(3):
+        s = abs(q[k]) - H[k] - hs * abs(u[k])
+        if s >= margin + r:
+            return 0
+        if s > best_s:
+            best_s = s
+            kind = 0
+            bk = k
+            bL[:] = 0.0
+            bL[k] = _sign(q[k])
+    ek = np.zeros(3)
+    for k in range(3):
+        ek[:] = 0.0
+        ek[k] = 1.0
+        L = _cross(ek, u)
+        ln = _norm(L)
+        if ln < _AXIS_EPS:
+            continue
+        L /= ln
+        dist = _dot(q, L)
+        s = abs(dist) - (H[0] * abs(L[0]) + H[1] * abs(L[1]) + H[2] * abs(L[2]))
+        if s >= margin + r:
+            return 0
+        if s > best_s + _FACE_BIAS:
+            best_s = s
+            kind = 2
+            bk = k
+            bL[:] = _sign(dist) * L
+
+    if best_s >= 0.0:
+        d, wbox, wseg = _segment_box_distance(q, u, hs, H)
+        phi0 = d - r
+        if phi0 >= margin:
+            return 0
+        if d > _TINY:
+            n_loc = (wseg - wbox) / d
+        else:
+            n_loc = bL.copy()
+        face_ok = True
+    else:
+        phi0 = best_s - r
+        n_loc = bL.copy()
+        if kind == 0:
+            # deepest segment end point along -n, projected on the face
+            e = q - _sign(_dot(u, n_loc)) * hs * u
+            wbox = e - best_s * n_loc
+            face_ok = True
+        else:
+            # box edge supporting the axis vs the segment
+            ec = np.empty(3)
+            for i in range(3):
+                ec[i] = 0.0 if i == bk else _sign(n_loc[i]) * H[i]
+            eb = _unit(bk)
+            s, tt = _closest_segments(q, u, hs, ec, eb, H[bk])
+            wbox = ec + tt * eb
+            face_ok = False
+    n_w = _rot(R_a, n_loc)
+    point0 = _to_world(R_a, p_a, wbox + 0.5 * phi0 * n_loc)
+
+    # face manifold
+    kf = 0
+    for k in range(1, 3):
+        if abs(n_loc[k]) > abs(n_loc[kf]):
+            kf = k
+    if not (face_ok and abs(n_loc[kf]) > _FACE_COS):
+        _emit(out_p, out_n, out_phi, k0, point0, n_w, phi0)
+        return 1
+    sg = _sign(n_loc[kf])
+    nf = _unit(kf) * sg
+    nf_w = _rot(R_a, nf)
+    lo = -hs
+    hi = hs
+    for j in range(3):
+        if j == kf:
+            continue
+        if abs(u[j]) < _TINY:
+            if abs(q[j]) > H[j]:
+                lo = 1.0
+                hi = -1.0
+        else:
+            t1 = (-H[j] - q[j]) / u[j]
+            t2 = (H[j] - q[j]) / u[j]
+            lo = max(lo, min(t1, t2))
+            hi = min(hi, max(t1, t2))
+    cnt = 0
+    min_phi = np.inf
+    if hi >= lo:
+        npts = 2 if hi - lo > 1e-9 else 1
+        for ii in range(npts):
+            tau = lo if ii == 0 else hi
+            x = q + tau * u
+            phi = sg * x[kf] - H[kf] - r
+            if phi < margin:
+                xb = x.copy()
+                xb[kf] = sg * H[kf]
+                pw = _to_world(R_a, p_a, xb + 0.5 * phi * nf)
+                _emit(out_p, out_n, out_phi, k0 + cnt, pw, nf_w, phi)
+                cnt += 1
+                min_phi = min(min_phi, phi)
+    if cnt == 0 or min_phi > phi0 + _DEPTH_TOL:
+        cnt = _emit_guard(out_p, out_n, out_phi, k0, cnt, point0, n_w, phi0)
+    return cnt
+
+
+# ---------------------------------------------------------------------------
+# public dispatch
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def numba_supports(type_a, type_b):
+    """True if `collide_primitives` handles the pair (either order)."""
+    lo = min(type_a, type_b)
+    hi = max(type_a, type_b)
+    if lo < 0 or hi > CYLINDER:
+        return False
+    if lo == HALFSPACE:
+        return True
+    if lo == SPHERE:
+        return hi == SPHERE or hi == BOX or hi == CAPSULE
+    if lo == BOX:
+        return hi == BOX or hi == CAPSULE
+    if lo == CAPSULE:
+        return hi == CAPSULE
+    return False
+
+
+@njit(cache=True)
+def _collide_sorted(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margin,
+                    out_p, out_n, out_phi, k0):
+    """Dispatch for type_a <= type_b."""
+    if type_a == HALFSPACE:
+        if type_b == SPHERE:
+            return _halfspace_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        if type_b == BOX:
+            return _halfspace_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        if type_b == CAPSULE:
+            return _halfspace_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        if type_b == CYLINDER:
+            return _halfspace_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        return 0
+    if type_a == SPHERE:
+        if type_b == SPHERE:
+            return _sphere_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        if type_b == BOX:
+            return _sphere_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        if type_b == CAPSULE:
+            return _sphere_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        return 0
+    if type_a == BOX:
+        if type_b == BOX:
+            return _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        if type_b == CAPSULE:
+            return _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        return 0
+    if type_a == CAPSULE and type_b == CAPSULE:
+        return _capsule_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+    return 0
+
+
+@njit(cache=True)
+def collide_primitives(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margin,
+                       out_p, out_n, out_phi, k0):
+    """Contacts between primitive geometries A and B (world frame, metres).
+
+    Writes n contacts into out_p[k0:k0+n] (points), out_n[k0:k0+n] (unit
+    normals from A to B) and out_phi[k0:k0+n] (signed distances, < margin)
+    and returns n (0..MAX_PAIR_CONTACTS).  The caller guarantees room for
+    MAX_PAIR_CONTACTS rows from k0.  Unsupported pairs (see
+    `numba_supports`) return 0.
+    """
+    if type_a > type_b:
+        n = _collide_sorted(type_b, size_b, R_b, p_b, type_a, size_a, R_a, p_a, margin,
+                            out_p, out_n, out_phi, k0)
+        for k in range(k0, k0 + n):
+            for i in range(3):
+                out_n[k, i] = -out_n[k, i]
+        return n
+    return _collide_sorted(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margin,
+                           out_p, out_n, out_phi, k0)
+
+
+# ---------------------------------------------------------------------------
+# coal fallback
+# ---------------------------------------------------------------------------
+
+
+def make_coal_shape(geom_type, size, vertices=None):
+    """coal collision geometry (in the geometry's local frame) for a geom type.
+
+    CONVEX needs `vertices` (N, 3) in the local frame; its convex hull is built
+    with qhull through coal.
+    """
+    size = np.asarray(size, dtype=np.float64)
+    if geom_type == HALFSPACE:
+        return coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0)
+    if geom_type == SPHERE:
+        return coal.Sphere(float(size[0]))
+    if geom_type == BOX:
+        return coal.Box(2.0 * float(size[0]), 2.0 * float(size[1]), 2.0 * float(size[2]))
+    if geom_type == CAPSULE:
+        return coal.Capsule(float(size[0]), 2.0 * float(size[1]))
+    if geom_type == CYLINDER:
+        return coal.Cylinder(float(size[0]), 2.0 * float(size[1]))
+    if geom_type == CONVEX:
+        if vertices is None:
+            raise ValueError("CONVEX geometry needs vertices")
+        pts = coal.StdVec_Vec3s()
+        for v in np.asarray(vertices, dtype=np.float64).reshape(-1, 3):
+            pts.append(np.ascontiguousarray(v))
+        # keep_triangles=True requires qhull's "Qt" option
+        return coal.Convex.convexHull(pts, True, "Qt")
+    raise ValueError(f"unknown geometry type {geom_type}")
+
+
+def _transform(R, p):
+    return coal.Transform3s(np.ascontiguousarray(R, dtype=np.float64),
+                            np.ascontiguousarray(p, dtype=np.float64).reshape(3))
+
+
+def coal_contacts(shape_a, R_a, p_a, shape_b, R_b, p_b, margin, max_points=MAX_PAIR_CONTACTS):
+    """Contacts between two coal geometries, same convention as
+    `collide_primitives`.
+
+    coal conventions (checked in tests): ``Contact.normal`` points from o1 to
+    o2, ``nearest_points[0]`` lies on o1 and ``[1]`` on o2, ``pos`` is their
+    midpoint, and ``penetration_depth`` is the *signed* distance (negative when
+    penetrating), i.e. exactly our phi.  The contact patch (coal 3) gives
+    several points for face contacts; they all carry the patch depth.
+
+    Returns (points (n, 3), normals (n, 3), phi (n,)), n <= max_points.
+    """
+    Ta = _transform(R_a, p_a)
+    Tb = _transform(R_b, p_b)
+    req = coal.CollisionRequest()
+    req.security_margin = float(margin)
+    req.num_max_contacts = 1
+    req.enable_contact = True
+    res = coal.CollisionResult()
+    coal.collide(shape_a, Ta, shape_b, Tb, req, res)
+    empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+    if not res.isCollision() or res.numContacts() == 0:
+        return empty
+    c = res.getContact(0)
+    phi0 = float(c.penetration_depth)
+    if phi0 >= margin:
+        return empty
+    n0 = np.array(c.normal, dtype=np.float64)
+    pts = [np.array(c.pos, dtype=np.float64)]
+    nrm = n0
+    phi = phi0
+    if max_points > 1:
+        preq = coal.ContactPatchRequest(1)
+        pres = coal.ContactPatchResult(preq)
+        coal.computeContactPatch(shape_a, Ta, shape_b, Tb, res, preq, pres)
+        if pres.numContactPatches() > 0:
+            patch = pres.getContactPatch(0)
+            m = patch.size()
+            if m > 0:
+                idx = np.arange(m)
+                if m > max_points:  # patch points are ordered around the polygon
+                    idx = np.unique(np.round(np.linspace(0, m, max_points, endpoint=False)).astype(int))
+                pts = [np.array(patch.getPoint(int(i)), dtype=np.float64) for i in idx]
+                nrm = np.array(patch.getNormal(), dtype=np.float64)
+                phi = float(patch.penetration_depth)
+    n = len(pts)
+    points = np.array(pts).reshape(n, 3)
+    normals = np.tile(nrm, (n, 1))
+    phis = np.full(n, phi)
+    return points, normals, phis

@@ -1,0 +1,160 @@
+"""User-facing simulator: validated arguments, state get/set, snapshots, contact results.
+
+    sim = Simulator(system, accuracy=1e-3)
+    sim.advance_to(1.0)
+    sim.q, sim.v, sim.t, sim.stats, sim.contact_results()
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from .cenic import CenicIntegrator, IntegratorStats, SimulationError  # noqa: F401  (re-exported)
+from .contact import DEFAULT_MARGIN
+
+
+@dataclass(frozen=True)
+class SimState:
+    """A snapshot: generalized positions q (nq,), velocities v (nv,), time t [s] and the integrator's next δt."""
+
+    q: np.ndarray
+    v: np.ndarray
+    t: float
+    dt: float
+
+
+def _positive(name, value, allow_none=False):
+    if value is None and allow_none:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+    if not (math.isfinite(x) and x > 0.0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return x
+
+
+class Simulator:
+    """CENIC simulation of a :class:`~cenic_gym.model.MultibodySystem`.
+
+    accuracy:   ε_acc > 0, position error per step [m, rad] (default 1e-3, as Drake).
+    max_step:   largest step δt_max [s] (default 0.1 s, as Drake).
+    fixed_step: None (error control) or a step δt [s] for plain discrete ICF.
+    min_step:   smallest step [s]; below it the simulator raises SimulationError instead of looping.
+    contact_margin: speculative contact distance [m].
+    hessian_reuse: reuse Cholesky factors inside a Newton solve (CENIC eq. 35).
+    generalized_force: optional explicit force callable (t, q, v) -> (nv,).
+    gains: optional implicit effort-limited linear control laws, callable (t, q, v, dt) -> (idx, c, b, e).
+    record: keep the (t, δt, accepted, error) history of every attempted step in ``sim.history``.
+    """
+
+    def __init__(self, system, accuracy=1e-3, max_step=0.1, fixed_step=None, min_step=1e-9,
+                 contact_margin=DEFAULT_MARGIN, hessian_reuse=False, generalized_force=None, gains=None, record=False):
+        accuracy = _positive("accuracy", accuracy)
+        max_step = _positive("max_step", max_step)
+        fixed_step = _positive("fixed_step", fixed_step, allow_none=True)
+        min_step = _positive("min_step", min_step)
+        if min_step > max_step:
+            raise ValueError(f"min_step={min_step!r} must not exceed max_step={max_step!r}")
+        if not (np.isfinite(contact_margin) and contact_margin >= 0):
+            raise ValueError(f"contact_margin must be >= 0, got {contact_margin!r}")
+        for name, fn in (("generalized_force", generalized_force), ("gains", gains)):
+            if fn is not None and not callable(fn):
+                raise ValueError(f"{name} must be callable or None, got {fn!r}")
+        self.system = system
+        self.integrator = CenicIntegrator(system, accuracy, max_step, fixed_step, min_step, contact_margin,
+                                          hessian_reuse, generalized_force=generalized_force, gains=gains)
+        if record:
+            self.integrator.history = []
+
+    # -- state ----------------------------------------------------------------------------------------------------
+    @property
+    def q(self):
+        return self.integrator.q.copy()
+
+    @property
+    def v(self):
+        return self.integrator.v.copy()
+
+    @property
+    def t(self):
+        return self.integrator.t
+
+    @property
+    def stats(self) -> IntegratorStats:
+        return self.integrator.stats
+
+    @property
+    def history(self):
+        return self.integrator.history
+
+    @property
+    def accuracy(self):
+        return self.integrator.accuracy
+
+    def set_state(self, q=None, v=None, t=None):
+        """Set q (nq,), v (nv,) and/or t [s]. Quaternions of free joints are normalised."""
+        m = self.system.model
+        if q is not None:
+            q = np.array(q, dtype=float)
+            if q.shape != (m.nq,):
+                raise ValueError(f"q must have shape ({m.nq},), got {q.shape}")
+            if not np.all(np.isfinite(q)):
+                raise ValueError(f"q must be finite, got {q!r}")
+            q = pin.normalize(m, q)
+            self.integrator.q = q
+        if v is not None:
+            v = np.array(v, dtype=float)
+            if v.shape != (m.nv,):
+                raise ValueError(f"v must have shape ({m.nv},), got {v.shape}")
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"v must be finite, got {v!r}")
+            self.integrator.v = v
+        if t is not None:
+            t = float(t)
+            if not math.isfinite(t):
+                raise ValueError(f"t must be finite, got {t!r}")
+            self.integrator.t = t
+        self.integrator.invalidate()
+
+    def get_state(self) -> SimState:
+        it = self.integrator
+        return SimState(it.q.copy(), it.v.copy(), it.t, it.dt)
+
+    def restore(self, state: SimState):
+        """Continue exactly from a snapshot taken with :meth:`get_state`."""
+        self.set_state(state.q, state.v, state.t)
+        self.integrator.q = state.q.copy()  # bit-exact (no re-normalisation)
+        self.integrator.dt = state.dt
+
+    # -- running --------------------------------------------------------------------------------------------------
+    def advance_to(self, t):
+        """Integrate until time t [s] (lands exactly on t). Raises SimulationError if accuracy cannot be met."""
+        t = float(t)
+        if not math.isfinite(t):
+            raise ValueError(f"advance_to: t must be finite, got {t!r}")
+        if t < self.integrator.t:
+            raise ValueError(f"advance_to: t={t!r} is before the current time {self.integrator.t!r}")
+        self.integrator.advance_to(t)
+        return self
+
+    def contact_results(self):
+        """Contacts of the last accepted step: point, normal, phi, force on B [N] (world frame), geom_a, geom_b."""
+        return self.integrator.contact_results()
+
+    def body_pose(self, name):
+        """World position (3,) [m] and rotation (3, 3) of a free body's frame."""
+        sl = self.system.q_slice(name)
+        qb = self.integrator.q[sl]
+        R = pin.Quaternion(qb[6], qb[3], qb[4], qb[5]).normalized().toRotationMatrix()
+        return qb[:3].copy(), R
+
+    def body_velocity(self, name):
+        """World-frame linear velocity of the body origin [m/s] and angular velocity [rad/s]."""
+        p, R = self.body_pose(name)
+        vb = self.integrator.v[self.system.v_slice(name)]
+        return R @ vb[:3], R @ vb[3:]

@@ -1,0 +1,300 @@
+"""Newton's method with exact line search for the ICF convex problem (CENIC §VI, physics-notes §3).
+
+Everything runs in one numba call per convex solve: the cost, gradient and Hessian sums over the constraint
+pools of :mod:`cenic_gym.icf`, a dense Cholesky factorization (n_v is small for all our tasks), the exact line search
+(safeguarded Newton–Raphson on ℓ'(α) with bisection fallback and the cubic Hermite initial guess, CENIC §VI-D), and
+the convergence tests (32)–(34) on the diag(M)^(-1/2)-scaled norms. Hessian reuse (CENIC eq. 35) is optional.
+
+The problem is passed as flat arrays (see :class:`ProblemArrays` for their meaning); the solution is written into
+``v`` in place and a small integer array of statistics is filled:
+``stats = [newton_iterations, line_search_iterations, factorizations, converged (1/0)]``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .icf import contact_cost, contact_line_derivs, gain_cost, limit_cost
+
+MAX_NEWTON_ITERATIONS = 100
+LS_TOLERANCE = 1.0e-8
+LS_MAX_ITERATIONS = 100
+ALPHA_MAX = 1.0
+
+# stats indices
+NEWTON_ITERS, LS_ITERS, FACTORIZATIONS, CONVERGED = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def constraint_velocities(v, Jc, cols, ncols, nc, out):
+    """v_c,i = J_i v (nc, 3) from the compact Jacobians."""
+    for i in range(nc):
+        x0 = 0.0
+        x1 = 0.0
+        x2 = 0.0
+        for j in range(ncols[i]):
+            vj = v[cols[i, j]]
+            x0 += Jc[i, 0, j] * vj
+            x1 += Jc[i, 1, j] * vj
+            x2 += Jc[i, 2, j] * vj
+        out[i, 0] = x0
+        out[i, 1] = x1
+        out[i, 2] = x2
+
+
+@njit(cache=True)
+def cost_gradient_hessian(v, A, r, dt, vs,
+                          Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
+                          lidx, lc, llo, lhi, lm, gidx, gc, gb, ge,
+                          grad, H, want_hess):
+    """ℓ(v); writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H. Returns ℓ."""
+    nv = v.shape[0]
+    Av = A @ v
+    cost = 0.5 * (v @ Av) - r @ v
+    for a in range(nv):
+        grad[a] = Av[a] - r[a]
+    if want_hess:
+        H[:, :] = A
+    vc = np.zeros(3)
+    gi = np.zeros(3)
+    Hi = np.zeros((3, 3))
+    HJ = np.zeros((3, cols.shape[1]))
+    for i in range(nc):
+        m = ncols[i]
+        vc[:] = 0.0
+        for j in range(m):
+            vj = v[cols[i, j]]
+            for a in range(3):
+                vc[a] += Jc[i, a, j] * vj
+        cost += contact_cost(vc, normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], cfn0[i], cw[i], vs, gi, Hi, want_hess)
+        for j in range(m):
+            grad[cols[i, j]] += Jc[i, 0, j] * gi[0] + Jc[i, 1, j] * gi[1] + Jc[i, 2, j] * gi[2]
+        if want_hess:
+            for a in range(3):
+                for j in range(m):
+                    HJ[a, j] = Hi[a, 0] * Jc[i, 0, j] + Hi[a, 1] * Jc[i, 1, j] + Hi[a, 2] * Jc[i, 2, j]
+            for j1 in range(m):
+                c1 = cols[i, j1]
+                for j2 in range(m):
+                    H[c1, cols[i, j2]] += Jc[i, 0, j1] * HJ[0, j2] + Jc[i, 1, j1] * HJ[1, j2] + Jc[i, 2, j1] * HJ[2, j2]
+    for i in range(lidx.shape[0]):
+        col = lidx[i]
+        c, g, h = limit_cost(v[col], lc[i], llo[i], lhi[i], lm[i], dt)
+        cost += c
+        grad[col] += g
+        if want_hess:
+            H[col, col] += h
+    for i in range(gidx.shape[0]):
+        col = gidx[i]
+        c, g, h = gain_cost(v[col], gc[i], gb[i], ge[i], dt)
+        cost += c
+        grad[col] += g
+        if want_hess:
+            H[col, col] += h
+    return cost
+
+
+@njit(cache=True)
+def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs,
+               normal, phi0, ck, cd, cmu, cfn0, cw, nc,
+               lidx, lc, llo, lhi, lm, gidx, gc, gb, ge):
+    """ℓ(v + α p), dℓ/dα, d²ℓ/dα² in time linear in the number of constraints."""
+    f = 0.5 * quad_a * alpha * alpha + quad_b * alpha + quad_c
+    d1 = quad_a * alpha + quad_b
+    d2 = quad_a
+    x = np.empty(3)
+    for i in range(nc):
+        for a in range(3):
+            x[a] = vc[i, a] + alpha * uc[i, a]
+        c, g, h = contact_line_derivs(x, uc[i], normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], cfn0[i], cw[i], vs)
+        f += c
+        d1 += g
+        d2 += h
+    for i in range(lidx.shape[0]):
+        col = lidx[i]
+        c, g, h = limit_cost(v[col] + alpha * p[col], lc[i], llo[i], lhi[i], lm[i], dt)
+        f += c
+        d1 += g * p[col]
+        d2 += h * p[col] * p[col]
+    for i in range(gidx.shape[0]):
+        col = gidx[i]
+        c, g, h = gain_cost(v[col] + alpha * p[col], gc[i], gb[i], ge[i], dt)
+        f += c
+        d1 += g * p[col]
+        d2 += h * p[col] * p[col]
+    return f, d1, d2
+
+
+@njit(cache=True)
+def _cubic_guess(l0, l1, d0, d1, amax):
+    """Minimiser of the cubic Hermite interpolant of ℓ on [0, α_max] (CENIC §VI-D)."""
+    a3 = 2.0 * (l0 - l1) + amax * (d0 + d1)
+    b2 = -3.0 * (l0 - l1) - amax * (2.0 * d0 + d1)
+    c1 = amax * d0
+    # roots of 3 a3 t² + 2 b2 t + c1 = 0
+    qa, qb, qc = 3.0 * a3, 2.0 * b2, c1
+    t = -1.0
+    if abs(qa) < 1e-14 * (abs(qb) + abs(qc)):
+        if qb != 0.0:
+            t = -qc / qb
+    else:
+        disc = qb * qb - 4.0 * qa * qc
+        if disc >= 0.0:
+            sq = math.sqrt(disc)
+            qq = -0.5 * (qb + math.copysign(sq, qb))
+            r1 = qq / qa
+            r2 = qc / qq if qq != 0.0 else -1.0
+            # the minimiser is where the derivative crosses from negative to positive
+            for rr in (r1, r2):
+                if 0.0 < rr < 1.0 and 2.0 * qa * rr + qb > 0.0:
+                    t = rr
+    if not (0.0 < t < 1.0):
+        t = 0.5
+    return t * amax
+
+
+@njit(cache=True)
+def exact_line_search(v, p, A, r, vc, uc, dt, vs, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
+                      lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, dl0):
+    """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations)."""
+    Ap = A @ p
+    qa = p @ Ap
+    qb = v @ Ap - r @ p
+    qc = 0.5 * (v @ (A @ v)) - r @ v
+    args = (normal, phi0, ck, cd, cmu, cfn0, cw, nc, lidx, lc, llo, lhi, lm, gidx, gc, gb, ge)
+    l0, _, _ = _line_eval(0.0, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
+    amax = ALPHA_MAX
+    l1, d1, _ = _line_eval(amax, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
+    scale = -dl0  # > 0; normalise F(α) = ℓ'(α)/(−ℓ'(0)) so F(0) = −1
+    if d1 <= 1e-14 * scale:
+        return amax, 1
+    lo, hi = 0.0, amax
+    alpha = _cubic_guess(l0, l1, dl0, d1, amax)
+    dx_old = hi - lo
+    dx = dx_old
+    it = 0
+    while it < LS_MAX_ITERATIONS:
+        it += 1
+        _, d, dd = _line_eval(alpha, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
+        F = d / scale
+        if abs(F) < LS_TOLERANCE:
+            break
+        if F < 0.0:
+            lo = alpha
+        else:
+            hi = alpha
+        # Newton–Raphson step, safeguarded by bisection (rtsafe).
+        newton_ok = False
+        if dd > 0.0:
+            step = d / dd
+            cand = alpha - step
+            if lo < cand < hi and abs(2.0 * step) <= abs(dx_old):
+                newton_ok = True
+        dx_old = dx
+        if newton_ok:
+            dx = step
+            alpha = cand
+        else:
+            dx = 0.5 * (hi - lo)
+            alpha = lo + dx
+        if abs(dx) < LS_TOLERANCE * amax or hi - lo < LS_TOLERANCE * amax:
+            break
+    return alpha, it
+
+
+@njit(cache=True)
+def _cholesky_solve(L, b):
+    n = b.shape[0]
+    y = np.empty(n)
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * y[k]
+        y[i] = s / L[i, i]
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        s = y[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+    return x
+
+
+@njit(cache=True)
+def solve(v, A, r, dscale, dt, vs,
+          Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
+          lidx, lc, llo, lhi, lm, gidx, gc, gb, ge,
+          tol, reuse_hessian, L, stats):
+    """Minimise ℓ from the warm start ``v`` (overwritten with the solution).
+
+    dscale: diag(M)^(-1/2) (the scaling D of CENIC eq. 32–33). tol: ε_tol of eq. 34.
+    reuse_hessian: CENIC eq. 35 (L holds the last factor and must be valid if stats[FACTORIZATIONS] > 0 on entry
+    with reuse). Returns nothing; ``stats`` gets the counters and the convergence flag.
+    """
+    nv = v.shape[0]
+    grad = np.empty(nv)
+    H = np.empty((nv, nv))
+    vc = np.empty((nc, 3))
+    uc = np.empty((nc, 3))
+    stats[NEWTON_ITERS] = 0
+    stats[LS_ITERS] = 0
+    stats[FACTORIZATIONS] = 0
+    stats[CONVERGED] = 0
+    Dr = 0.0
+    for a in range(nv):
+        Dr += (dscale[a] * r[a]) ** 2
+    scale = max(1.0, math.sqrt(Dr))
+    dv_prev = -1.0
+    have_factor = False
+    need_factor = True
+    for it in range(MAX_NEWTON_ITERATIONS):
+        cost_gradient_hessian(v, A, r, dt, vs, Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
+                              lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, grad, H, need_factor or not reuse_hessian)
+        gnorm = 0.0
+        for a in range(nv):
+            gnorm += (dscale[a] * grad[a]) ** 2
+        gnorm = math.sqrt(gnorm)
+        if not math.isfinite(gnorm):
+            return
+        if gnorm <= tol * scale:  # (32), checked before the iteration
+            stats[CONVERGED] = 1
+            return
+        if need_factor or not reuse_hessian or not have_factor:
+            L[:, :] = np.linalg.cholesky(H)
+            stats[FACTORIZATIONS] += 1
+            have_factor = True
+        p = _cholesky_solve(L, -grad)
+        dl0 = grad @ p
+        if dl0 >= 0.0:  # stale factor gave no descent: refactor
+            need_factor = True
+            continue
+        constraint_velocities(v, Jc, cols, ncols, nc, vc)
+        constraint_velocities(p, Jc, cols, ncols, nc, uc)
+        alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
+                                        lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, dl0)
+        stats[LS_ITERS] += lsit
+        stats[NEWTON_ITERS] += 1
+        dv = 0.0
+        for a in range(nv):
+            step = alpha * p[a]
+            v[a] += step
+            dv += (step / dscale[a]) ** 2
+        dv = math.sqrt(dv)
+        if not math.isfinite(dv):
+            return
+        if dv_prev > 0.0:
+            theta = min(dv / dv_prev, 0.9999)
+            eta = theta / (1.0 - theta)
+            if eta * dv <= tol * scale:  # (33)
+                stats[CONVERGED] = 1
+                return
+            if reuse_hessian:  # (35): refactor if the predicted error after 10 iterations is too large
+                kk = min(it, 9)
+                need_factor = theta ** (10 - kk) / (1.0 - theta) * dv >= tol * scale
+        elif dv == 0.0:
+            stats[CONVERGED] = 1
+            return
+        dv_prev = dv
+    return

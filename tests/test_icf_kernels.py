@@ -1,0 +1,156 @@
+"""ICF potentials: gradients/Hessians against central finite differences, convexity, continuity (physics-notes §5.7)."""
+import numpy as np
+import pytest
+
+from cenic_gym import icf
+
+RNG = np.random.default_rng(0)
+
+
+def _contact(vc, params):
+    g = np.zeros(3)
+    H = np.zeros((3, 3))
+    c = icf.contact_cost(vc, *params, g, H, True)
+    return c, g, H
+
+
+def _params(dt=1e-2, phi0=-1e-3, k=1e5, d=10.0, mu=0.5, fn0=None, w=1.0, vs=1e-4, normal=None):
+    n = normal if normal is not None else RNG.normal(size=3)
+    n = n / np.linalg.norm(n)
+    if fn0 is None:
+        fn0 = k * max(-phi0, 0.0)
+    return (n, dt, phi0, k, d, mu, fn0, w, vs)
+
+
+def _fd_check(f, x, h, rtol, atol):
+    c, g, H = f(x)
+    gfd = np.zeros_like(x)
+    Hfd = np.zeros((x.size, x.size))
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        cp, gp, _ = f(x + e)
+        cm, gm, _ = f(x - e)
+        gfd[i] = (cp - cm) / (2 * h)
+        Hfd[:, i] = (gp - gm) / (2 * h)
+    np.testing.assert_allclose(g, gfd, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(H, Hfd, rtol=rtol, atol=1e-6 * np.abs(H).max())
+    return H
+
+
+@pytest.mark.parametrize("slip", [1e-2, 1e-4, 1e-6])  # ‖v_t‖ ≫, ≈, ≪ ε = v_s
+@pytest.mark.parametrize("phi0,d", [(-1e-3, 0.0), (-1e-3, 10.0), (-2e-2, 50.0), (2e-4, 5.0)])
+def test_contact_gradient_hessian_fd(slip, phi0, d):
+    for _ in range(5):
+        p = _params(phi0=phi0, d=d)
+        n = p[0]
+        t = np.cross(n, RNG.normal(size=3))
+        t /= np.linalg.norm(t)
+        gn0, eps, vhat, _ = icf.contact_step_params(p[1], phi0, p[3], d, p[5], p[6], p[7], p[8])
+        vn = vhat - abs(RNG.normal()) * 0.05 - 1e-3  # inside the active region, away from the kink at v̂
+        vc = vn * n + slip * t
+        h = min(slip, 1e-3) * 1e-3
+        H = _fd_check(lambda x: _contact(x, p), vc, h, rtol=2e-5, atol=1e-9 * (1 + abs(gn0) * 1e3))
+        assert np.linalg.eigvalsh(H).min() >= -1e-9 * np.abs(H).max()
+
+
+def test_contact_gradient_outside_active_region_is_friction_only():
+    p = _params(phi0=5e-3)  # separated: γ_n0 = 0, no friction, no force unless v_n < −φ0/δt
+    vc = np.array([0.3, -0.2, 0.1])
+    c, g, H = _contact(vc, p)
+    n = p[0]
+    if n @ vc > -5e-3 / 1e-2:
+        assert np.allclose(g, 0) and np.allclose(H, 0)
+
+
+def test_normal_cost_continuous_at_vhat_and_sign_of_impulse():
+    dt, phi0, k, d = 1e-2, -1e-3, 1e5, 20.0
+    _, _, vhat, _ = icf.contact_step_params(dt, phi0, k, d, 0.5, k * 1e-3, 1.0, 1e-4)
+    below = icf.normal_cost(vhat - 1e-9, dt, phi0, k, d, vhat)
+    above = icf.normal_cost(vhat + 1e-9, dt, phi0, k, d, vhat)
+    assert abs(below[0] - above[0]) < 1e-9
+    assert abs(below[1]) < 1e-6  # impulse vanishes continuously at v̂
+    for vn in np.linspace(vhat - 1.0, vhat, 50):
+        _, g, h = icf.normal_cost(vn, dt, phi0, k, d, vhat)
+        assert g <= 1e-15 and h >= 0  # repulsive impulse −g ≥ 0, convex
+
+
+def test_friction_impulse_bounded_by_lagged_cone_and_opposes_slip():
+    p = _params(phi0=-2e-3, d=0.0)
+    n, dt, phi0, k, d, mu, fn0, w, vs = p
+    for _ in range(50):
+        vc = RNG.normal(size=3)
+        gamma = np.zeros(3)
+        icf.contact_impulse(vc, *p, gamma)
+        vt = vc - (vc @ n) * n
+        gt = gamma - (gamma @ n) * n
+        assert np.linalg.norm(gt) <= mu * dt * fn0 * (1 + 1e-12)
+        assert gt @ vt <= 0  # maximum dissipation direction
+        np.testing.assert_allclose(np.cross(gt, vt), 0, atol=1e-12)
+
+
+def test_contact_cost_convex_along_random_lines():
+    for _ in range(20):
+        p = _params(phi0=RNG.uniform(-5e-3, 5e-3), d=RNG.uniform(0, 50))
+        v0 = RNG.normal(size=3) * 0.1
+        u = RNG.normal(size=3)
+        a = np.linspace(-1, 1, 201)
+        vals = np.array([_contact(v0 + t * u, p)[0] for t in a])
+        second = vals[:-2] - 2 * vals[1:-1] + vals[2:]
+        assert second.min() >= -1e-9 * (1 + np.abs(vals).max())
+
+
+def test_line_derivatives_match_full_kernel():
+    for _ in range(20):
+        p = _params(phi0=RNG.uniform(-5e-3, 1e-3), d=RNG.uniform(0, 50))
+        vc = RNG.normal(size=3) * 0.05
+        u = RNG.normal(size=3)
+        c, g, H = _contact(vc, p)
+        lc, d1, d2 = icf.contact_line_derivs(vc, u, *p)
+        assert np.isclose(lc, c) and np.isclose(d1, g @ u) and np.isclose(d2, u @ H @ u)
+
+
+@pytest.mark.parametrize("c", [0.0, 1e-3, 2.0, 50.0])
+@pytest.mark.parametrize("e", [np.inf, 3.0])
+def test_gain_cost_fd_continuity_and_impulse(c, e):
+    dt, b = 0.01, 4.0
+    vs = np.linspace(-10, 10, 401)
+    out = np.array([icf.gain_cost(v, c, b, e, dt) for v in vs])
+    # gradient = −δt τ with τ = clamp(b − c v, ±e)
+    tau = np.clip(b - c * vs, -e, e)
+    np.testing.assert_allclose(out[:, 1], -dt * tau, atol=1e-14)
+    # derivative of the cost by central differences
+    h = 1e-6
+    for v in [-7.3, -1.1, 0.3, 2.9, 8.8]:
+        fp, fm = icf.gain_cost(v + h, c, b, e, dt)[0], icf.gain_cost(v - h, c, b, e, dt)[0]
+        assert np.isclose((fp - fm) / (2 * h), icf.gain_cost(v, c, b, e, dt)[1], rtol=1e-5, atol=1e-9)
+    # continuity (Huber form, erratum E4) and convexity
+    assert np.max(np.abs(np.diff(out[:, 0]))) < 0.5 * dt * (abs(b) + c * 10 + 1) * (vs[1] - vs[0]) * 2
+    assert np.all(out[:, 2] >= 0)
+
+
+def test_limit_cost_fd_and_erratum_e1():
+    dt, m = 1e-3, 2.0
+    rinv, h = icf.limit_params(dt, m)
+    beta = icf.LIMIT_BETA
+    k = 4 * np.pi**2 * m / (beta**2 * dt**2)  # E1: period β δt
+    assert np.isclose(rinv, dt * (dt + beta * dt / np.pi) * k)
+    c, lo, hi = 0.5, 0.49, 0.51
+    for cdot in [-30.0, -5.0, 0.0, 5.0, 30.0]:
+        eps = 1e-6
+        f0, g0, H0 = icf.limit_cost(cdot, c, lo, hi, m, dt)
+        fp = icf.limit_cost(cdot + eps, c, lo, hi, m, dt)[0]
+        fm = icf.limit_cost(cdot - eps, c, lo, hi, m, dt)[0]
+        assert np.isclose((fp - fm) / (2 * eps), g0, rtol=1e-5, atol=1e-6)
+    # inside the band: zero; below: pushes up (γ = −g > 0); above: pushes down
+    assert icf.limit_cost(0.0, c, lo, hi, m, dt)[1] == 0.0
+    assert icf.limit_cost(-20.0, c, lo, hi, m, dt)[1] < 0 < icf.limit_cost(20.0, c, lo, hi, m, dt)[1]
+
+
+def test_stribeck_mu_values():
+    # physics-notes §2.3: σ(0)=1, σ(10)=0.5, σ(20)≈0
+    vs = 1e-4
+    assert np.isclose(icf.stribeck_mu(0.0, vs, 1.0, 0.0), 1.0, atol=1e-12)
+    assert np.isclose(icf.stribeck_mu(10 * vs, vs, 1.0, 0.0), 0.5)
+    assert abs(icf.stribeck_mu(20 * vs, vs, 1.0, 0.0)) < 1e-3
+    assert np.isclose(icf.stribeck_mu(5 * vs, vs, 1.0, 0.0), 0.993, atol=1e-3)

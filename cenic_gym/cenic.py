@@ -217,9 +217,13 @@ class CenicIntegrator:
         ok = bool(self._stats[slv.CONVERGED]) and np.all(np.isfinite(v))
         if not ok:
             st.solver_failures += 1
-        q_next = pin.integrate(self.model, cache.q, dt * v) if ok else cache.q
+        q_next = self.integrate(cache.q, v, dt) if ok else cache.q
         st.wall_solver += time.perf_counter() - t0
         return q_next, v, ok
+
+    def integrate(self, q, v, dt):
+        """q^{n+1} = q^n ⊕ δt v (CENIC eq. 12); quaternions stay unit (exponential map)."""
+        return pin.integrate(self.model, q, dt * v)
 
     def _tolerance(self):
         if self.fixed_step is not None:

@@ -93,3 +93,4 @@ def contact_jacobians(Jw, joint_cols, joint_ncols, joint_a, joint_b, points, nc,
             Jc[i, 2, m] = sign * jz
             m += 1
         ncols[i] = m
+

@@ -2,9 +2,9 @@
 
 A :class:`MultibodySystem` holds
 
-* ``model`` — a ``pinocchio.Model`` (SI units, world z up, gravity ``model.gravity``). Free bodies are
-  free-flyer joints (q = [position (m), quaternion (x, y, z, w)], v = [linear, angular] in the LOCAL body frame,
-  Pinocchio's convention); fixed bodies hang on the universe joint 0.
+* ``model`` — a ``pinocchio.Model`` (SI units, world z up, gravity ``model.gravity``). Free bodies use
+  :func:`free_body_joint` (q = [position (m), quaternion (x, y, z, w)], v = [world linear velocity (m/s),
+  body-frame angular velocity (rad/s)]); fixed bodies hang on the universe joint 0.
 * the collision geometries as flat arrays (struct of arrays), each geometry attached to one joint with a
   constant placement in that joint's frame, and a :class:`ContactMaterial`;
 * the candidate collision pairs (same-joint and fixed/fixed pairs are filtered out);
@@ -220,6 +220,24 @@ SHAPES = (Sphere, Box, Capsule, Cylinder, ConvexMesh, HalfSpace)
 JOINT_FIXED, JOINT_ROOT_FREE, JOINT_GENERAL = 0, 1, 2
 
 
+def free_body_joint():
+    """The 6-DOF joint of a free body: translation then a spherical joint (Pinocchio composite).
+
+    q = [p (m, parent frame), quaternion (x, y, z, w)], v = [ṗ (m/s, parent frame), ω (rad/s, body frame)].
+    Unlike Pinocchio's free-flyer (body-frame linear velocity), the linear velocity carries no Coriolis term
+    ω × v: treated explicitly in a semi-implicit step that term is an explicit Euler rotation of v, which grows
+    |v| by √(1 + (ω δt)²) per step and pumps energy into spinning, rolling bodies. ``pin.integrate`` then advances
+    p + δt ṗ and R exp(δt ω) (no screw motion) — consistent with the contact Jacobians of the convex step."""
+    jm = pin.JointModelComposite(2)
+    jm.addJoint(pin.JointModelTranslation())
+    jm.addJoint(pin.JointModelSpherical())
+    return jm
+
+
+def is_free_body_joint(joint):
+    return joint.shortname() == "JointModelComposite" and joint.nq == 7 and joint.nv == 6
+
+
 @dataclass
 class Geometry:
     name: str
@@ -266,11 +284,7 @@ class MultibodySystem:
         self.joint_kind[0] = JOINT_FIXED
         self.joint_idx_q = np.array([m.idx_qs[j] if j > 0 else 0 for j in range(nj)], dtype=np.int64)
         for j in range(1, nj):
-            if (
-                m.joints[j].shortname() == "JointModelFreeFlyer"
-                and m.parents[j] == 0
-                and m.jointPlacements[j].isIdentity()
-            ):
+            if is_free_body_joint(m.joints[j]) and m.parents[j] == 0 and m.jointPlacements[j].isIdentity():
                 self.joint_kind[j] = JOINT_ROOT_FREE
         self.general_joints = [j for j in range(1, nj) if self.joint_kind[j] == JOINT_GENERAL]
         # Columns of the generalized velocity each joint's motion depends on (its support), padded with -1.
@@ -357,6 +371,16 @@ class MultibodySystem:
         j = self.joint_id(body_name)
         return slice(self.model.idx_vs[j], self.model.idx_vs[j] + self.model.nvs[j])
 
+    def free_body_force(self, q, body_name, force, torque=(0.0, 0.0, 0.0), out=None):
+        """Generalized force (nv,) of a world-frame force [N] at a free body's origin and a world torque [N m]:
+        [f; Rᵀ τ] (the free-body joint's linear velocity is world-frame, its angular velocity body-frame)."""
+        qb = q[self.q_slice(body_name)]
+        R = pin.Quaternion(qb[6], qb[3], qb[4], qb[5]).normalized().toRotationMatrix()
+        tau = np.zeros(self.nv) if out is None else out
+        sl = self.v_slice(body_name)
+        tau[sl] += np.concatenate([np.asarray(force, float), R.T @ np.asarray(torque, float)])
+        return tau
+
 
 # --------------------------------------------------------------------------------------------------------------
 # Building scenes in code
@@ -436,7 +460,7 @@ class SceneBuilder:
 
     def add_body(self, name, shapes, mass=None, density=None, position=(0, 0, 0), rotation=None,
                  velocity=(0, 0, 0), angular_velocity=(0, 0, 0), material=ContactMaterial(), inertia=None):
-        """A free rigid body (free-flyer joint) made of one or several shapes.
+        """A free rigid body (:func:`free_body_joint`) made of one or several shapes.
 
         shapes:   a shape, or a list of (shape, pin.SE3 placement in the body frame).
         mass [kg] or density [kg/m^3]: exactly one, unless ``inertia`` (a pin.Inertia) is given.
@@ -463,7 +487,7 @@ class SceneBuilder:
             inertia = pin.Inertia.Zero()
             for (shp, X), vol in zip(items, vols):
                 inertia += X.act(shp.inertia(density * vol))
-        jid = self.model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), name)
+        jid = self.model.addJoint(0, free_body_joint(), pin.SE3.Identity(), name)
         self.model.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
         self.model.addBodyFrame(name, jid, pin.SE3.Identity(), 0)
         for k, (shp, X) in enumerate(items):
@@ -471,7 +495,7 @@ class SceneBuilder:
         R = _rotation(rotation)
         quat = pin.Quaternion(R).coeffs()  # x, y, z, w
         self.q0.append(np.concatenate([_vec3(position, "position"), quat]))
-        self.v0.append(np.concatenate([R.T @ _vec3(velocity, "velocity"), R.T @ _vec3(angular_velocity, "angular_velocity")]))
+        self.v0.append(np.concatenate([_vec3(velocity, "velocity"), R.T @ _vec3(angular_velocity, "angular_velocity")]))
         self.body_names.append(name)
         return self
 

@@ -63,6 +63,15 @@ def _norm(a):
 
 
 @njit(cache=True)
+def _dist(a, b):
+    """Euclidean distance |a - b| without a temporary array."""
+    d0 = a[0] - b[0]
+    d1 = a[1] - b[1]
+    d2 = a[2] - b[2]
+    return np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+
+
+@njit(cache=True)
 def _cross(a, b):
     out = np.empty(3)
     out[0] = a[1] * b[2] - a[2] * b[1]
@@ -247,7 +256,7 @@ def _segment_box_distance(c, u, hs, H):
         cl = np.empty(3)
         for i in range(3):
             cl[i] = _clamp(e[i], -H[i], H[i])
-        d = _norm(e - cl)
+        d = _dist(e, cl)
         if d < best:
             best = d
             wbox[:] = cl
@@ -260,13 +269,15 @@ def _segment_box_distance(c, u, hs, H):
         for idx in range(4):
             ec, eh = _box_edge(H, axis, idx)
             s, t = _closest_segments(c, u, hs, ec, ax, eh)
-            ps = c + s * u
-            pe = ec + t * ax
-            d = _norm(ps - pe)
+            d0 = c[0] + s * u[0] - ec[0] - t * ax[0]
+            d1 = c[1] + s * u[1] - ec[1] - t * ax[1]
+            d2 = c[2] + s * u[2] - ec[2] - t * ax[2]
+            d = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
             if d < best:
                 best = d
-                wbox[:] = pe
-                wseg[:] = ps
+                for i in range(3):
+                    wbox[i] = ec[i] + t * ax[i]
+                    wseg[i] = c[i] + s * u[i]
     return best, wbox, wseg
 
 
@@ -288,6 +299,8 @@ def _box_box_distance(hA, RA, pA, hB, RB, pB):
     wb = np.zeros(3)
     v = np.empty(3)
     cl = np.empty(3)
+    va = np.empty(3)
+    vb = np.empty(3)
     for corner in range(8):
         s0 = 1.0 if corner & 1 else -1.0
         s1 = 1.0 if corner & 2 else -1.0
@@ -296,47 +309,57 @@ def _box_box_distance(hA, RA, pA, hB, RB, pB):
         for i in range(3):
             v[i] = t[i] + C[i, 0] * s0 * hB[0] + C[i, 1] * s1 * hB[1] + C[i, 2] * s2 * hB[2]
             cl[i] = _clamp(v[i], -hA[i], hA[i])
-        d = _norm(v - cl)
+        d = _dist(v, cl)
         if d < best:
             best = d
             wa[:] = cl
             wb[:] = v
         # vertex of A vs box B (B frame, then back to A frame)
-        va = np.array([s0 * hA[0], s1 * hA[1], s2 * hA[2]])
-        vb = np.empty(3)
+        va[0] = s0 * hA[0]
+        va[1] = s1 * hA[1]
+        va[2] = s2 * hA[2]
         for j in range(3):
             vb[j] = C[0, j] * (va[0] - t[0]) + C[1, j] * (va[1] - t[1]) + C[2, j] * (va[2] - t[2])
             cl[j] = _clamp(vb[j], -hB[j], hB[j])
-        d = _norm(vb - cl)
+        d = _dist(vb, cl)
         if d < best:
             best = d
             wa[:] = va
             for i in range(3):
                 wb[i] = t[i] + C[i, 0] * cl[0] + C[i, 1] * cl[1] + C[i, 2] * cl[2]
-    # edge-edge
+    # edge-edge: 12 x 12 pairs, edge centres precomputed (A frame)
+    cenA = np.empty((12, 3))
+    cenB = np.empty((12, 3))
+    for ax in range(3):
+        for idx in range(4):
+            ca, _ = _box_edge(hA, ax, idx)
+            cbl, _ = _box_edge(hB, ax, idx)
+            e = 4 * ax + idx
+            cenA[e, :] = ca
+            for i in range(3):
+                cenB[e, i] = t[i] + C[i, 0] * cbl[0] + C[i, 1] * cbl[1] + C[i, 2] * cbl[2]
     axA = np.zeros(3)
     axB = np.empty(3)
     for ia in range(3):
         axA[:] = 0.0
         axA[ia] = 1.0
-        for ea in range(4):
-            ca, ha = _box_edge(hA, ia, ea)
-            for ib in range(3):
-                for i in range(3):
-                    axB[i] = C[i, ib]
-                for eb in range(4):
-                    cbl, hb = _box_edge(hB, ib, eb)
-                    cb = np.empty(3)
-                    for i in range(3):
-                        cb[i] = t[i] + C[i, 0] * cbl[0] + C[i, 1] * cbl[1] + C[i, 2] * cbl[2]
-                    s, u = _closest_segments(ca, axA, ha, cb, axB, hb)
-                    qa = ca + s * axA
-                    qb = cb + u * axB
-                    d = _norm(qb - qa)
+        for ib in range(3):
+            for i in range(3):
+                axB[i] = C[i, ib]
+            for ea in range(4 * ia, 4 * ia + 4):
+                ca = cenA[ea]
+                for eb in range(4 * ib, 4 * ib + 4):
+                    cb = cenB[eb]
+                    s, u = _closest_segments(ca, axA, hA[ia], cb, axB, hB[ib])
+                    d0 = cb[0] + u * axB[0] - ca[0] - s * axA[0]
+                    d1 = cb[1] + u * axB[1] - ca[1] - s * axA[1]
+                    d2 = cb[2] + u * axB[2] - ca[2] - s * axA[2]
+                    d = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
                     if d < best:
                         best = d
-                        wa[:] = qa
-                        wb[:] = qb
+                        for i in range(3):
+                            wa[i] = ca[i] + s * axA[i]
+                            wb[i] = cb[i] + u * axB[i]
     return best, _to_world(RA, pA, wa), _to_world(RA, pA, wb)
 
 

@@ -157,4 +157,4 @@ class Simulator:
         """World-frame linear velocity of the body origin [m/s] and angular velocity [rad/s]."""
         p, R = self.body_pose(name)
         vb = self.integrator.v[self.system.v_slice(name)]
-        return R @ vb[:3], R @ vb[3:]
+        return vb[:3].copy(), R @ vb[3:]

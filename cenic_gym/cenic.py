@@ -49,6 +49,7 @@ class IntegratorStats:
     line_search_iters: int = 0
     factorizations: int = 0
     geometry_queries: int = 0
+    min_signed_distance: float = math.inf  # most negative contact φ [m] over accepted states (max penetration)
     min_dt: float = math.inf
     max_dt: float = 0.0
     wall_geometry: float = 0.0
@@ -64,7 +65,7 @@ class IntegratorStats:
         """Counters accumulated since ``earlier`` (min/max dt kept from self)."""
         out = self.copy()
         for f in fields(self):
-            if f.name not in ("min_dt", "max_dt"):
+            if f.name not in ("min_dt", "max_dt", "min_signed_distance"):
                 setattr(out, f.name, getattr(self, f.name) - getattr(earlier, f.name))
         return out
 
@@ -162,13 +163,13 @@ class CenicIntegrator:
         self.start.valid = False
         self.last_solution = None
 
-    def _prepare(self, cache, q, v, t):
-        """Geometry, dynamics and lagged contact terms at (q, v)."""
+    def _prepare(self, cache, q, v, t, lookahead):
+        """Geometry, dynamics and lagged contact terms at (q, v); speculative contacts for ``lookahead`` [s]."""
         s = self.system
         m, d = self.model, self.data
         t0 = time.perf_counter()
         Jw = compute_kinematics(m, d, q)
-        cs = cache.query.query(q, d, Jw)
+        cs = cache.query.query(q, v, d, Jw, lookahead)
         t1 = time.perf_counter()
         M = pin.crba(m, d, q)
         M = np.triu(M) + np.triu(M, 1).T
@@ -239,7 +240,10 @@ class CenicIntegrator:
             dt = min(dt_nominal, remaining)
             clipped = dt < dt_nominal
             if not self.start.valid:
-                self._prepare(self.start, self.q, self.v, self.t)
+                self._prepare(self.start, self.q, self.v, self.t, dt)
+                if self.start.contacts.n:
+                    self.stats.min_signed_distance = min(self.stats.min_signed_distance,
+                                                         float(self.start.contacts.phi.min()))
             if self.fixed_step is not None:
                 q1, v1, ok = self._icf(self.start, dt, self.v)
                 if not ok:
@@ -255,7 +259,7 @@ class CenicIntegrator:
                 q_half, v_half, ok_h1 = self._icf(self.start, 0.5 * dt, 0.5 * (self.v + v_full))
                 ok = ok_h1
                 if ok_h1:
-                    self._prepare(self.mid, q_half, v_half, self.t + 0.5 * dt)
+                    self._prepare(self.mid, q_half, v_half, self.t + 0.5 * dt, 0.5 * dt)
                     q1, v1, ok_h2 = self._icf(self.mid, 0.5 * dt, v_full)
                     ok = ok_h2
                     if ok_h2:

@@ -17,7 +17,7 @@ import pinocchio as pin
 from numba import njit
 
 from . import narrowphase as nph
-from .kinematics import contact_jacobians, geometry_poses, joint_poses_from_q
+from .kinematics import contact_jacobians, geometry_poses, geometry_speeds, joint_poses_from_q
 
 DEFAULT_MARGIN = 1.0e-3  # [m] speculative contacts up to this distance (ICF §X-A uses up to 10 cm)
 
@@ -31,17 +31,22 @@ def _combine(k1, d1, m1, k2, d2, m2):
 
 
 @njit(cache=True)
-def find_contacts(pairs, gtype, gsize, gR, gp, gbound, gjoint, gk, gd, gmus, gmud, margin,
+def find_contacts(pairs, gtype, gsize, gR, gp, gbound, gjoint, gk, gd, gmus, gmud, base_margin, gspeed, lookahead,
                   out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb, out_k, out_d, out_mus, out_mud,
-                  fallback):
+                  fallback, pair_margin):
     """Broad phase (bounding spheres, half-space planes) + numba narrow phase over all candidate pairs.
 
+    A pair's speculative margin is ``base_margin + lookahead * (speed_a + speed_b)``: any pair that could touch
+    within the next ``lookahead`` seconds is included, so fast bodies cannot pass into each other unseen between
+    two geometry queries (speculative contacts cost nothing until the step would close their gap, ICF §III-B).
     Pairs that pass the broad phase but need coal are flagged in ``fallback``. Returns the number of contacts."""
     n = 0
     for ip in range(pairs.shape[0]):
         a = pairs[ip, 0]
         b = pairs[ip, 1]
         fallback[ip] = 0
+        margin = base_margin + lookahead * (gspeed[a] + gspeed[b])
+        pair_margin[ip] = margin
         ta = gtype[a]
         tb = gtype[b]
         if ta == nph.HALFSPACE or tb == nph.HALFSPACE:
@@ -134,6 +139,8 @@ class ContactQuery:
         self._cols = np.zeros((cap, mc), dtype=np.int64)
         self._ncols = np.zeros(cap, dtype=np.int64)
         self._fallback = np.zeros(len(s.pairs), dtype=np.int64)
+        self._pair_margin = np.zeros(len(s.pairs))
+        self.geom_speed = np.zeros(ng)
 
     def update_poses(self, q, data):
         """Joint and geometry world poses at q. ``data`` must hold forward kinematics at q."""
@@ -145,15 +152,18 @@ class ContactQuery:
             self.joint_p[j] = M.translation
         geometry_poses(self.joint_R, self.joint_p, s.geom_joint, s.geom_R, s.geom_p, self.geom_Rw, self.geom_pw)
 
-    def query(self, q, data, Jw):
+    def query(self, q, v, data, Jw, lookahead=0.0):
         """Contacts at q. ``data`` must hold ``pin.computeJointJacobians(model, data, q)`` whose world Jacobian
-        is ``Jw`` (6, nv). Returns a ContactSet of views into this workspace (valid until the next query)."""
+        is ``Jw`` (6, nv); v (nv,) and ``lookahead`` [s] widen each pair's speculative margin by the distance its
+        bodies can travel in that time. Returns a ContactSet of views into this workspace (valid until the next
+        query)."""
         s = self.system
         self.update_poses(q, data)
+        geometry_speeds(Jw, v, s.joint_cols, s.joint_ncols, s.geom_joint, self.geom_pw, s.geom_bound, self.geom_speed)
         n = find_contacts(s.pairs, s.geom_type, s.geom_size, self.geom_Rw, self.geom_pw, s.geom_bound, s.geom_joint,
-                          s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, self.margin,
+                          s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, self.margin, self.geom_speed, float(lookahead),
                           self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb,
-                          self._k, self._d, self._mus, self._mud, self._fallback)
+                          self._k, self._d, self._mus, self._mud, self._fallback, self._pair_margin)
         if s.pairs.shape[0] and self._fallback.any():
             n = self._coal_pairs(n)
         contact_jacobians(Jw, s.joint_cols, s.joint_ncols, self._ja, self._jb, self._p, n,
@@ -168,7 +178,8 @@ class ContactQuery:
         for ip in np.flatnonzero(self._fallback):
             a, b = s.pairs[ip]
             pts, nrm, phi = nph.coal_contacts(s.coal_shapes[a], self.geom_Rw[a], self.geom_pw[a],
-                                              s.coal_shapes[b], self.geom_Rw[b], self.geom_pw[b], self.margin)
+                                              s.coal_shapes[b], self.geom_Rw[b], self.geom_pw[b],
+                                              self._pair_margin[ip])
             m = len(phi)
             if m == 0:
                 continue

@@ -94,3 +94,24 @@ def contact_jacobians(Jw, joint_cols, joint_ncols, joint_a, joint_b, points, nc,
             m += 1
         ncols[i] = m
 
+
+
+@njit(cache=True)
+def geometry_speeds(Jw, v, joint_cols, joint_ncols, geom_joint, geom_pw, geom_bound, out):
+    """Upper bound of the speed [m/s] of any point of each geometry: |v_center| + |ω| r_bound (world frame)."""
+    for g in range(geom_joint.shape[0]):
+        j = geom_joint[g]
+        vo = np.zeros(3)
+        w = np.zeros(3)
+        for k in range(joint_ncols[j]):
+            c = joint_cols[j, k]
+            for a in range(3):
+                vo[a] += Jw[a, c] * v[c]
+                w[a] += Jw[3 + a, c] * v[c]
+        p = geom_pw[g]
+        vc0 = vo[0] + w[1] * p[2] - w[2] * p[1]
+        vc1 = vo[1] + w[2] * p[0] - w[0] * p[2]
+        vc2 = vo[2] + w[0] * p[1] - w[1] * p[0]
+        wn = math.sqrt(w[0] ** 2 + w[1] ** 2 + w[2] ** 2)
+        r = geom_bound[g] if math.isfinite(geom_bound[g]) else 0.0
+        out[g] = math.sqrt(vc0 * vc0 + vc1 * vc1 + vc2 * vc2) + wn * r

@@ -73,12 +73,13 @@ def rolling_sphere(U0=2.0, mu=0.5, radius=0.025, mass=0.5, stiffness=1e5, dissip
     return b.build()
 
 
-def clutter(n_objects=20, stiffness=1e5, dissipation=10.0, mu=0.5, seed=0, bin_inner=0.4, wall=0.05,
-            wall_height=0.3, drop_height=0.15):
+def clutter(n_objects=20, stiffness=1e5, dissipation=20.0, mu=0.5, seed=0, bin_inner=0.5, wall=0.05,
+            wall_height=0.5, drop_height=0.1):
     """CENIC hard clutter: alternating 10 cm boxes (1 kg) and 10 cm spheres (0.524 kg) dropped into an open bin
-    (floor = ground half-space, four fixed box walls). Object poses jitter with ``seed``."""
+    (floor = ground half-space, four fixed box walls), a 3 x 3 grid per layer, layers 14 cm apart, poses jittered
+    with ``seed`` (no initial overlaps). ``stiffness`` is the combined pair stiffness [N/m]."""
     rng = np.random.default_rng(seed)
-    mat = ContactMaterial(stiffness=stiffness, dissipation=dissipation, mu_static=mu)
+    mat = ContactMaterial(stiffness=2 * stiffness, dissipation=dissipation, mu_static=mu)
     b = SceneBuilder()
     b.add_ground(mat)
     half = 0.5 * bin_inner
@@ -87,15 +88,16 @@ def clutter(n_objects=20, stiffness=1e5, dissipation=10.0, mu=0.5, seed=0, bin_i
                                         (0, half + wall / 2, bin_inner, wall),
                                         (0, -half - wall / 2, bin_inner, wall)]):
         b.add_fixed(f"wall{i}", Box((lx, ly, wall_height)), position=(x, y, wall_height / 2), material=mat)
-    per_layer = 4
-    spacing = 0.16
+    per_side = max(1, int((bin_inner - 0.02) // 0.15))  # 3 x 3 per layer in a 0.5 m bin
+    per_layer = per_side * per_side
+    spacing = 0.15
     for i in range(n_objects):
         layer, k = divmod(i, per_layer)
-        x = (k % 2 - 0.5) * spacing + rng.uniform(-0.02, 0.02)
-        y = (k // 2 - 0.5) * spacing + rng.uniform(-0.02, 0.02)
-        z = drop_height + 0.12 * layer
-        rot = rng.uniform(-0.4, 0.4, size=3)
-        if i % 2 == 0:
+        x = (k % per_side - 0.5 * (per_side - 1)) * spacing + rng.uniform(-0.005, 0.005)
+        y = (k // per_side - 0.5 * (per_side - 1)) * spacing + rng.uniform(-0.005, 0.005)
+        z = drop_height + 0.14 * layer
+        rot = rng.uniform(-0.15, 0.15, size=3)
+        if (k + layer) % 2 == 0:  # checkerboard: columns alternate boxes and spheres
             b.add_body(f"box{i}", Box((0.1, 0.1, 0.1)), mass=1.0, position=(x, y, z), rotation=rot, material=mat)
         else:
             b.add_body(f"sphere{i}", Sphere(0.05), mass=0.524, position=(x, y, z), material=mat)

@@ -487,15 +487,16 @@ class SceneBuilder:
             inertia = pin.Inertia.Zero()
             for (shp, X), vol in zip(items, vols):
                 inertia += X.act(shp.inertia(density * vol))
+        R = _rotation(rotation)  # validate everything before touching the model
+        q0 = np.concatenate([_vec3(position, "position"), pin.Quaternion(R).coeffs()])  # quaternion x, y, z, w
+        v0 = np.concatenate([_vec3(velocity, "velocity"), R.T @ _vec3(angular_velocity, "angular_velocity")])
         jid = self.model.addJoint(0, free_body_joint(), pin.SE3.Identity(), name)
         self.model.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
         self.model.addBodyFrame(name, jid, pin.SE3.Identity(), 0)
         for k, (shp, X) in enumerate(items):
             self.geometries.append(Geometry(self._unique_geom_name(f"{name}/{k}"), shp, jid, X, material))
-        R = _rotation(rotation)
-        quat = pin.Quaternion(R).coeffs()  # x, y, z, w
-        self.q0.append(np.concatenate([_vec3(position, "position"), quat]))
-        self.v0.append(np.concatenate([_vec3(velocity, "velocity"), R.T @ _vec3(angular_velocity, "angular_velocity")]))
+        self.q0.append(q0)
+        self.v0.append(v0)
         self.body_names.append(name)
         return self
 

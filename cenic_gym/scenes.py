@@ -73,7 +73,7 @@ def rolling_sphere(U0=2.0, mu=0.5, radius=0.025, mass=0.5, stiffness=1e5, dissip
     return b.build()
 
 
-def clutter(n_objects=20, stiffness=1e5, dissipation=20.0, mu=0.5, seed=0, bin_inner=0.5, wall=0.05,
+def clutter(n_objects=20, stiffness=1e5, dissipation=50.0, mu=0.5, seed=0, bin_inner=0.5, wall=0.05,
             wall_height=0.5, drop_height=0.1):
     """CENIC hard clutter: alternating 10 cm boxes (1 kg) and 10 cm spheres (0.524 kg) dropped into an open bin
     (floor = ground half-space, four fixed box walls), a 3 x 3 grid per layer, layers 14 cm apart, poses jittered

@@ -1,0 +1,351 @@
+"""Work-precision benchmark of the CENIC integrator.
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/work_precision.py [--quick]
+
+For each scene and accuracy ε it measures wall seconds per simulated second (median of repeats), step counts,
+Newton / line-search work, factorizations, the cost breakdown (geometry / dynamics / solver / other), the final
+position error against a tight-ε reference run of the same scene, and the largest penetration. It prints a markdown
+table, rewrites the "Work-precision" and "Targets" sections of ``benchmarks/RESULTS.md`` (other sections of that
+file are kept verbatim) and writes ``benchmarks/work_precision.png``.
+
+``--quick`` runs only ε = 1e-3 and 1e-2 (and still the reference runs) and writes to ``RESULTS.md`` as well.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from cenic_gym import Simulator, scenes  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "RESULTS.md"
+PLOT = HERE / "work_precision.png"
+
+EPS_FULL = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5]
+EPS_QUICK = [1e-2, 1e-3]
+REPEATS = 3
+SLOW_RUN_S = 30.0  # a single run slower than this is not repeated
+BUDGET_S = 600.0  # soft cap on the whole sweep; repeats are dropped (never whole points) once exceeded
+
+# name, factory, end time [s], reference ε, note
+SCENES = [
+    ("sphere drop", lambda: scenes.sphere_drop(height=1.0, mass=0.1, stiffness=1e3, dissipation=0.0), 2.0, 1e-7,
+     "ball, 1 m drop, k = 1e3 N/m, d = 0"),
+    ("incline stick", lambda: scenes.incline(20, 0.5), 2.0, 1e-7, "box on 20° slope, μ = 0.5 (sticks)"),
+    ("incline slide", lambda: scenes.incline(20, 0.3), 1.0, 1e-7, "box on 20° slope, μ = 0.3 (slides)"),
+    ("clutter", scenes.clutter, 2.0, 1e-5, "20 boxes/spheres dropped in a bin (chaotic)"),
+]
+
+TARGETS = [  # scene, ε, limit [s wall per s simulated], Drake C++ CENIC reference [s/s]
+    ("clutter", 1e-3, 1.0, 0.56),
+    ("sphere drop", 1e-3, 5e-3, 1.3e-3),
+    ("incline stick", 1e-3, 5e-3, 1.3e-3),
+    ("incline slide", 1e-3, 5e-3, 1.3e-3),
+]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def warm_up():
+    """Pay numba cache loading / compilation before anything is timed."""
+    t0 = time.perf_counter()
+    Simulator(scenes.clutter(), accuracy=1e-3).advance_to(0.05)
+    Simulator(scenes.sphere_drop(), accuracy=1e-3).advance_to(0.05)
+    Simulator(scenes.incline(20, 0.3), accuracy=1e-3).advance_to(0.05)
+    return time.perf_counter() - t0
+
+
+def body_positions(sim):
+    return np.array([sim.body_pose(name)[0] for name in sim.system.body_names]).reshape(-1, 3)
+
+
+def run_once(factory, eps, t_end):
+    """One simulation from a freshly built scene; scene construction is not timed."""
+    sim = Simulator(factory(), accuracy=eps)
+    t0 = time.perf_counter()
+    sim.advance_to(t_end)
+    wall = time.perf_counter() - t0
+    return dict(wall=wall, stats=sim.stats.copy(), pos=body_positions(sim))
+
+
+def measure(factory, eps, t_end, repeats, deadline):
+    runs = [run_once(factory, eps, t_end)]
+    while len(runs) < repeats and runs[0]["wall"] < SLOW_RUN_S and time.perf_counter() < deadline:
+        runs.append(run_once(factory, eps, t_end))
+    walls = [r["wall"] for r in runs]
+    med = statistics.median(walls)
+    rep = min(runs, key=lambda r: abs(r["wall"] - med))  # counters / breakdown of the median run
+    return dict(wall=med, walls=walls, stats=rep["stats"], pos=rep["pos"], n=len(runs))
+
+
+def row_of(scene, eps, t_end, m, ref_pos, ref_eps):
+    st = m["stats"]
+    tot = st.wall_total if st.wall_total > 0 else float("nan")
+    other = st.wall_total - st.wall_geometry - st.wall_dynamics - st.wall_solver
+    if ref_pos is None:
+        err = float("nan")
+    elif eps == ref_eps:
+        err = 0.0
+    else:
+        err = float(np.max(np.linalg.norm(m["pos"] - ref_pos, axis=1)))
+    return dict(
+        scene=scene, eps=eps, t_end=t_end, runs=m["n"], wall_per_s=m["wall"] / t_end, walls=m["walls"],
+        accepted=st.accepted, rejected=st.rejected, solves=st.solves, geometry_queries=st.geometry_queries,
+        newton_per_solve=st.newton_iters / max(st.solves, 1),
+        ls_per_newton=st.line_search_iters / max(st.newton_iters, 1),
+        factorizations=st.factorizations, solver_failures=st.solver_failures,
+        f_geom=st.wall_geometry / tot, f_dyn=st.wall_dynamics / tot, f_solver=st.wall_solver / tot, f_other=other / tot,
+        us_step=1e6 * st.wall_total / max(st.accepted, 1), us_solve=1e6 * st.wall_solver / max(st.solves, 1),
+        us_geom=1e6 * st.wall_geometry / max(st.geometry_queries, 1),
+        us_dyn=1e6 * st.wall_dynamics / max(st.geometry_queries, 1),
+        us_other_step=1e6 * other / max(st.accepted + st.rejected, 1),
+        err=err, ref_eps=ref_eps, penetration=-st.min_signed_distance if math.isfinite(st.min_signed_distance) else 0.0,
+        min_dt=st.min_dt, max_dt=st.max_dt,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def fmt_s(x):
+    if x >= 1.0:
+        return f"{x:.2f} s"
+    if x >= 1e-3:
+        return f"{1e3 * x:.3g} ms"
+    return f"{1e6 * x:.3g} µs"
+
+
+def fmt_err(r):
+    if r["eps"] == r["ref_eps"]:
+        return "(ref)"
+    if not math.isfinite(r["err"]):
+        return "–"
+    return f"{r['err']:.2e}"
+
+
+def main_table(rows):
+    head = ("| scene | ε | wall / sim s | runs | accepted | rejected | Newton / solve | LS / Newton | factor. "
+            "| geom | dyn | solver | other | pos. error [m] | max pen. [mm] |")
+    lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
+    for r in rows:
+        lines.append(
+            f"| {r['scene']} | {r['eps']:.0e} | {fmt_s(r['wall_per_s'])} | {r['runs']} | {r['accepted']} "
+            f"| {r['rejected']} | {r['newton_per_solve']:.2f} | {r['ls_per_newton']:.2f} | {r['factorizations']} "
+            f"| {100 * r['f_geom']:.0f}% | {100 * r['f_dyn']:.0f}% | {100 * r['f_solver']:.0f}% "
+            f"| {100 * r['f_other']:.0f}% | {fmt_err(r)} | {1e3 * r['penetration']:.3f} |")
+    return "\n".join(lines)
+
+
+def per_op_table(rows, eps=1e-3):
+    head = ("| scene | ε | µs / accepted step | µs / solve | µs / geometry query | µs / dynamics eval "
+            "| µs other / attempted step | solves / accepted step |")
+    lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
+    for r in rows:
+        if r["eps"] != eps:
+            continue
+        lines.append(f"| {r['scene']} | {r['eps']:.0e} | {r['us_step']:.0f} | {r['us_solve']:.0f} | {r['us_geom']:.0f} "
+                     f"| {r['us_dyn']:.0f} | {r['us_other_step']:.0f} | {r['solves'] / max(r['accepted'], 1):.2f} |")
+    return "\n".join(lines)
+
+
+def ref_table(refs):
+    head = "| scene | end time | reference ε | wall | accepted | rejected | note |"
+    lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
+    for name, info in refs.items():
+        lines.append(f"| {name} | {info['t_end']:g} s | {info['eps']:.0e} | {info['wall']:.2f} s | {info['accepted']} "
+                     f"| {info['rejected']} | {info['note']} |")
+    return "\n".join(lines)
+
+
+def targets_section(rows):
+    out = ["## Targets", "",
+           "Wall-clock seconds per simulated second at ε = 1e-3 (median of the runs above), against the project "
+           "targets; Drake's C++ CENIC numbers are the ones quoted for this comparison, not re-measured here.", "",
+           "| scene | ε | measured | target | Drake C++ CENIC | verdict |", "|---|---|---|---|---|---|"]
+    by = {(r["scene"], r["eps"]): r for r in rows}
+    for scene, eps, limit, drake in TARGETS:
+        r = by.get((scene, eps))
+        if r is None:
+            out.append(f"| {scene} | {eps:.0e} | not run | ≤ {fmt_s(limit)} | ~{fmt_s(drake)} | – |")
+            continue
+        x = r["wall_per_s"]
+        verdict = (f"**met** ({x / limit:.2f}× the target)" if x <= limit
+                   else f"**missed** ({x / limit:.1f}× the target)")
+        out.append(f"| {scene} | {eps:.0e} | {fmt_s(x)} | ≤ {fmt_s(limit)} | ~{fmt_s(drake)} "
+                   f"| {verdict}; {x / drake:.1f}× Drake |")
+    cheap = [by.get((s, 1e-3)) for s in ("sphere drop", "incline stick", "incline slide")]
+    cheap = [r for r in cheap if r is not None]
+    if cheap:
+        met = [r["scene"] for r in cheap if r["wall_per_s"] <= 5e-3]
+        out += ["", f"Small-scene target (\"sphere drop or incline ≤ 5 ms per simulated second\"): "
+                    + (f"met by {', '.join(met)}" if met else "missed by all") + "; "
+                    + ", ".join(f"{r['scene']} {fmt_s(r['wall_per_s'])}" for r in cheap) + "."]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def machine_info():
+    model = "?"
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.lower().startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import numba
+    import pinocchio
+    try:
+        git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=HERE.parent).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "cenic_gym"], capture_output=True, text=True,
+                               cwd=HERE.parent).stdout.strip()
+        git = f"{git}{' + uncommitted changes in cenic_gym/' if dirty else ''}"
+    except OSError:
+        git = "?"
+    return dict(cpu=model, cores=os.cpu_count(), python=platform.python_version(), numba=numba.__version__,
+                pinocchio=pinocchio.__version__, numpy=np.__version__, git=git,
+                threads=f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}, "
+                        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+
+
+def replace_sections(text, new_sections):
+    """Replace (or append) level-2 sections ``## <title>`` of a markdown file; other sections are kept."""
+    parts = re.split(r"(?m)^(?=## )", text)
+    titles = [p.splitlines()[0][3:].strip() if p.startswith("## ") else None for p in parts]
+    for title, body in new_sections:
+        body = body.rstrip() + "\n\n"
+        if title in titles:
+            parts[titles.index(title)] = body
+        else:
+            if parts and not parts[-1].endswith("\n\n"):
+                parts[-1] = parts[-1].rstrip() + "\n\n"
+            parts.append(body)
+            titles.append(title)
+    return "".join(parts).rstrip() + "\n"
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for scene, *_ in SCENES:
+        rs = sorted((r for r in rows if r["scene"] == scene), key=lambda r: r["eps"])
+        if not rs:
+            continue
+        a1.loglog([r["eps"] for r in rs], [r["wall_per_s"] for r in rs], "o-", label=scene)
+        e = [(r["eps"], r["err"]) for r in rs if math.isfinite(r["err"]) and r["err"] > 0]
+        if e:
+            lbl = scene + (f" (vs ε={rs[0]['ref_eps']:.0e})" if scene == "clutter" else "")
+            a2.loglog(*zip(*e), "o-", label=lbl)
+    for ax in (a1, a2):
+        ax.set_xlabel("accuracy ε")
+        ax.invert_xaxis()
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    a1.axhline(1.0, color="gray", ls=":", lw=1)
+    a1.axhline(5e-3, color="gray", ls="--", lw=1)
+    a1.set_ylabel("wall s per simulated s")
+    a1.set_title("cost (dotted: 1 s/s clutter target, dashed: 5 ms/s)")
+    a2.set_ylabel("final body position error [m]")
+    a2.set_title("error vs reference run")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="only ε = 1e-3 and 1e-2")
+    ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md and the plot alone")
+    args = ap.parse_args()
+    eps_list = EPS_QUICK if args.quick else EPS_FULL
+    cmd = "NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/work_precision.py" + (" --quick" if args.quick else "")
+
+    t_start = time.perf_counter()
+    load0 = os.getloadavg()[0]
+    print(f"warm-up ... {warm_up():.2f} s", flush=True)
+    deadline = time.perf_counter() + BUDGET_S
+
+    rows, refs = [], {}
+    for name, factory, t_end, ref_eps, note in SCENES:
+        # Reference: the same scene at a tight ε (clutter: the tightest sweep ε, reused below).
+        ref = run_once(factory, ref_eps, t_end)
+        refs[name] = dict(t_end=t_end, eps=ref_eps, wall=ref["wall"], accepted=ref["stats"].accepted,
+                          rejected=ref["stats"].rejected, note=note, pos=ref["pos"])
+        print(f"{name}: reference ε={ref_eps:.0e} {ref['wall']:.2f} s", flush=True)
+        for eps in eps_list:
+            m = measure(factory, eps, t_end, REPEATS, deadline)
+            r = row_of(name, eps, t_end, m, ref["pos"], ref_eps)
+            rows.append(r)
+            print(f"  ε={eps:.0e}: {fmt_s(r['wall_per_s'])}/s  runs={r['runs']} acc={r['accepted']} "
+                  f"rej={r['rejected']} err={fmt_err(r)}", flush=True)
+    total = time.perf_counter() - t_start
+    load1 = os.getloadavg()[0]
+
+    info = machine_info()
+    date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    table = main_table(rows)
+    per_op = per_op_table(rows)
+    print()
+    print(table)
+    print()
+    print(per_op)
+
+    wp = [
+        "## Work-precision", "",
+        "_Generated by `benchmarks/work_precision.py`; do not edit by hand (rerun the command)._", "",
+        f"- Command: `{cmd}`",
+        f"- Date: {date}; total runtime {total:.0f} s (1-minute load average {load0:.2f} at start, {load1:.2f} at end)",
+        f"- Machine: {info['cpu']}, {info['cores']} cores (`lscpu` model name, `os.cpu_count()`); {info['threads']}",
+        f"- Python {info['python']}, numba {info['numba']}, pinocchio (pin) {info['pinocchio']}, numpy {info['numpy']}",
+        f"- Code: git {info['git']}",
+        "",
+        "Method: each point is a fresh `Simulator(scene, accuracy=ε).advance_to(T)` after a warm-up simulation (numba "
+        "cache loading excluded); scene construction is not timed. `wall / sim s` is the median wall time of "
+        f"`advance_to` over up to {REPEATS} runs (`runs` column; single runs slower than {SLOW_RUN_S:.0f} s are not "
+        "repeated) divided by T. Counters and the cost breakdown are those of the median run: `geom` = kinematics + "
+        "contact query, `dyn` = mass matrix / bias terms + lagged contact terms, `solver` = convex solves (Newton, line "
+        "search, Cholesky, q integration), `other` = `wall_total` − the three (Python step control, step doubling "
+        "bookkeeping, timers). `factor.` counts Cholesky factorizations; `Newton / solve` and `LS / Newton` are "
+        "Newton iterations per convex solve and line-search iterations per Newton iteration. `pos. error` is the "
+        "largest Euclidean distance between a body's final position and that of the reference run of the same scene "
+        "(table below). `max pen.` is −min φ over accepted states (largest penetration).", "",
+        table, "",
+        "Reference runs for the error column:", "",
+        ref_table(refs), "",
+        "The clutter scene is chaotic (20 bodies colliding in a bin): the final positions of different ε runs diverge "
+        "to O(object size) once a single collision resolves differently, so its error column measures trajectory "
+        "divergence rather than integration error, and the ε = 1e-5 reference is itself not converged.", "",
+        "Per-operation cost at ε = 1e-3 (from the same stats; `µs other / attempted step` is the Python overhead of "
+        "the step loop outside the timed phases):", "",
+        per_op, "",
+        f"Plot: `benchmarks/{PLOT.name}` (left: wall s per simulated s vs ε; right: final position error vs ε).",
+    ]
+    sections = [("Work-precision", "\n".join(wp)), ("Targets", targets_section(rows))]
+    print()
+    print(sections[1][1])
+    if not args.no_write:
+        old = RESULTS.read_text() if RESULTS.exists() else "# cenic_gym benchmark results\n\n"
+        RESULTS.write_text(replace_sections(old, sections))
+        plot(rows, PLOT)
+        print(f"\nwrote {RESULTS} and {PLOT} ({total:.0f} s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Simulator API: bad input, snapshots, determinism, failure reporting, modes."""
+import pickle
+
+import numpy as np
+import pytest
+
+from cenic_gym import (Box, ContactMaterial, ConvexMesh, SceneBuilder, SimulationError, Simulator, Sphere,
+                       scenes)
+from cenic_gym import icf
+from cenic_gym.cenic import adjust_step_size
+
+
+@pytest.mark.parametrize("kw", [dict(accuracy=0.0), dict(accuracy=-1e-3), dict(accuracy=float("nan")),
+                                dict(accuracy="x"), dict(max_step=0.0), dict(fixed_step=-0.01),
+                                dict(min_step=1.0, max_step=0.1), dict(contact_margin=-1.0),
+                                dict(generalized_force=3.0)])
+def test_invalid_arguments_raise_value_error_naming_the_value(kw):
+    with pytest.raises(ValueError) as e:
+        Simulator(scenes.free_fall(), **kw)
+    name = next(iter(kw))
+    assert name in str(e.value)
+
+
+def test_invalid_state_and_time():
+    sim = Simulator(scenes.free_fall())
+    with pytest.raises(ValueError, match="q must have shape"):
+        sim.set_state(q=np.zeros(3))
+    with pytest.raises(ValueError, match="finite"):
+        sim.set_state(v=np.full(6, np.nan))
+    with pytest.raises(ValueError, match="before the current time"):
+        sim.advance_to(1.0)
+        sim.advance_to(0.5)
+    with pytest.raises(ValueError, match="finite"):
+        sim.advance_to(float("inf"))
+
+
+def test_invalid_model_input():
+    b = SceneBuilder()
+    with pytest.raises(ValueError, match="mass"):
+        b.add_body("x", Sphere(0.1), mass=-1.0)
+    with pytest.raises(ValueError, match="exactly one of mass or density"):
+        b.add_body("x", Sphere(0.1))
+    with pytest.raises(ValueError, match="radius"):
+        b.add_body("x", Sphere(-0.1), mass=1.0)
+    with pytest.raises(ValueError, match="lengths"):
+        b.add_body("x", Box((0.1, 0.1)), mass=1.0)
+    with pytest.raises(ValueError, match="vertices"):
+        ConvexMesh(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="stiffness"):
+        ContactMaterial(stiffness=-1.0)
+    with pytest.raises(ValueError, match="position"):
+        b.add_body("x", Sphere(0.1), mass=1.0, position=(0, 0, np.nan))
+    b.add_body("x", Sphere(0.1), mass=1.0)
+    with pytest.raises(ValueError, match="already exists"):
+        b.add_body("x", Sphere(0.1), mass=1.0)
+
+
+def test_unreachable_accuracy_raises_instead_of_looping():
+    sim = Simulator(scenes.free_fall(), accuracy=1e-12, min_step=1e-3, max_step=1e-2)
+    with pytest.raises(SimulationError, match="min_step"):
+        sim.advance_to(0.1)
+
+
+def test_snapshot_restore_is_exact_and_deterministic():
+    sys = scenes.clutter(n_objects=6)
+    a = Simulator(sys, accuracy=1e-3)
+    a.advance_to(0.3)
+    snap = a.get_state()
+    a.advance_to(0.6)
+    q_a = a.q
+    a.restore(snap)
+    a.advance_to(0.6)
+    np.testing.assert_array_equal(a.q, q_a)
+    b = Simulator(scenes.clutter(n_objects=6), accuracy=1e-3)
+    b.advance_to(0.3)
+    b.advance_to(0.6)
+    np.testing.assert_array_equal(b.q, q_a)
+    snap2 = pickle.loads(pickle.dumps(snap))
+    np.testing.assert_array_equal(snap2.q, snap.q)
+
+
+def test_lands_exactly_on_requested_times():
+    sim = Simulator(scenes.sphere_drop(), accuracy=1e-3)
+    for t in (0.0137, 0.5, 0.77777):
+        sim.advance_to(t)
+        assert sim.t == t
+
+
+def test_fixed_step_mode_takes_exactly_the_steps():
+    sim = Simulator(scenes.sphere_drop(), fixed_step=0.01)
+    sim.advance_to(1.0)
+    assert sim.stats.accepted == 100 and sim.stats.rejected == 0 and sim.stats.solves == 100
+
+
+def test_step_size_controller():
+    # rejections shrink (at least ×0.9, at most ×0.1), growth is capped at ×5, dead band keeps the step
+    dt, acc = adjust_step_size(0.01, 4e-3, 1e-3, 1e-9, 0.1)
+    assert not acc and dt == pytest.approx(0.9 * 0.01 * 0.5)
+    dt, acc = adjust_step_size(0.01, 0.0, 1e-3, 1e-9, 0.1)
+    assert acc and dt == pytest.approx(0.05)
+    dt, acc = adjust_step_size(0.01, 0.9e-3, 1e-3, 1e-9, 0.1)
+    assert acc and dt == 0.01
+    dt, acc = adjust_step_size(0.01, float("nan"), 1e-3, 1e-9, 0.1)
+    assert not acc and dt == pytest.approx(1e-3)
+    dt, acc = adjust_step_size(0.01, 1e-9, 1e-3, 1e-9, 0.02)
+    assert acc and dt == 0.02
+
+
+def test_implicit_effort_limited_gain_law():
+    """A 1 kg ball in zero gravity under τ = clamp(K_d (v_d − v), ±e) along x (the gains pool of the convex
+    problem): with a huge K_d the implicit law is stable at any step, and the force saturates at exactly e."""
+    b = SceneBuilder(gravity=(0, 0, 0))
+    b.add_body("ball", Sphere(0.05), mass=1.0)
+    sys = b.build()
+    e, vd, kd = 2.0, 1.0, 1e6
+    gains = lambda t, q, v, dt: (np.array([0]), np.array([kd]), np.array([kd * vd]), np.array([e]))  # noqa: E731
+    sim = Simulator(sys, fixed_step=0.05, gains=gains)
+    sim.advance_to(0.25)  # saturated: a = e / m
+    assert sim.v[0] == pytest.approx(e * 0.25, rel=1e-9)
+    sim.advance_to(1.0)  # reaches v_d and holds it without oscillation despite K_d δt / m = 5e4
+    assert sim.v[0] == pytest.approx(vd, abs=1e-5)
+
+
+def test_hessian_reuse_gives_the_same_trajectory_within_tolerance():
+    base = Simulator(scenes.clutter(n_objects=6), accuracy=1e-3)
+    reuse = Simulator(scenes.clutter(n_objects=6), accuracy=1e-3, hessian_reuse=True)
+    base.advance_to(0.5)
+    reuse.advance_to(0.5)
+    assert reuse.stats.factorizations < reuse.stats.newton_iters
+    np.testing.assert_allclose(reuse.q, base.q, atol=5e-3)
+
+
+def test_contact_normal_convention_and_force_balance():
+    sim = Simulator(scenes.sphere_drop(height=0.0, mass=0.1, stiffness=1e4, dissipation=5.0), accuracy=1e-4)
+    sim.advance_to(1.0)
+    cr = sim.contact_results()
+    assert cr["phi"].size == 1
+    np.testing.assert_allclose(cr["normal"][0], [0, 0, 1], atol=1e-12)  # from ground (A) to ball (B)
+    np.testing.assert_allclose(cr["force"][0], [0, 0, 0.1 * 9.81], rtol=1e-4, atol=1e-9)
+
+
+def test_limit_kernel_period_is_beta_dt():
+    # the near-rigid limit is a critically damped oscillator of period β δt (erratum E1): k = m (2π / (β δt))²
+    dt, m = 1e-3, 3.0
+    rinv, h = icf.limit_params(dt, m)
+    k = rinv / (dt * h)
+    assert 2 * np.pi / np.sqrt(k / m) == pytest.approx(icf.LIMIT_BETA * dt)

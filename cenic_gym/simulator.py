@@ -38,6 +38,15 @@ def _positive(name, value, allow_none=False):
     return x
 
 
+def _finite_vector(name, value, n):
+    x = np.array(value, dtype=float)
+    if x.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    return x
+
+
 class Simulator:
     """CENIC simulation of a :class:`~cenic_gym.model.MultibodySystem`.
 
@@ -100,20 +109,9 @@ class Simulator:
         """Set q (nq,), v (nv,) and/or t [s]. Quaternions of free joints are normalised."""
         m = self.system.model
         if q is not None:
-            q = np.array(q, dtype=float)
-            if q.shape != (m.nq,):
-                raise ValueError(f"q must have shape ({m.nq},), got {q.shape}")
-            if not np.all(np.isfinite(q)):
-                raise ValueError(f"q must be finite, got {q!r}")
-            q = pin.normalize(m, q)
-            self.integrator.q = q
+            self.integrator.q = pin.normalize(m, _finite_vector("q", q, m.nq))
         if v is not None:
-            v = np.array(v, dtype=float)
-            if v.shape != (m.nv,):
-                raise ValueError(f"v must have shape ({m.nv},), got {v.shape}")
-            if not np.all(np.isfinite(v)):
-                raise ValueError(f"v must be finite, got {v!r}")
-            self.integrator.v = v
+            self.integrator.v = _finite_vector("v", v, m.nv)
         if t is not None:
             t = float(t)
             if not math.isfinite(t):

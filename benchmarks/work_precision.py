@@ -275,7 +275,8 @@ def main():
     ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md and the plot alone")
     args = ap.parse_args()
     eps_list = EPS_QUICK if args.quick else EPS_FULL
-    cmd = "NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/work_precision.py" + (" --quick" if args.quick else "")
+    cmd = "NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/work_precision.py"
+    cmd += " --quick" if args.quick else ""
 
     t_start = time.perf_counter()
     load0 = os.getloadavg()[0]
@@ -320,7 +321,8 @@ def main():
         "cache loading excluded); scene construction is not timed. `wall / sim s` is the median wall time of "
         f"`advance_to` over up to {REPEATS} runs (`runs` column; single runs slower than {SLOW_RUN_S:.0f} s are not "
         "repeated) divided by T. Counters and the cost breakdown are those of the median run: `geom` = kinematics + "
-        "contact query, `dyn` = mass matrix / bias terms + lagged contact terms, `solver` = convex solves (Newton, line "
+        "contact query, `dyn` = mass matrix / bias terms + lagged contact terms, `solver` = convex solves (Newton, "
+        "line "
         "search, Cholesky, q integration), `other` = `wall_total` − the three (Python step control, step doubling "
         "bookkeeping, timers). `factor.` counts Cholesky factorizations; `Newton / solve` and `LS / Newton` are "
         "Newton iterations per convex solve and line-search iterations per Newton iteration. `pos. error` is the "

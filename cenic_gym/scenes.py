@@ -32,9 +32,9 @@ def sphere_drop(height=1.0, radius=0.05, mass=0.1, stiffness=1e3, dissipation=0.
 
 def incline(angle_deg=20.0, mu=0.5, mu_dynamic=None, mass=1.0, side=0.1, stiffness=1e5, dissipation=10.0):
     """Box of side ``side`` resting on a half-space tilted by ``angle_deg`` about the world y axis; the slope
-    descends towards +x. The box starts at its static equilibrium penetration. ``stiffness`` per pair point."""
+    rises towards +x (descends towards −x). The box starts at its static equilibrium penetration. ``stiffness`` per pair point."""
     th = math.radians(angle_deg)
-    n = np.array([-math.sin(th), 0.0, math.cos(th)])  # outward normal; slope goes down towards +x
+    n = np.array([-math.sin(th), 0.0, math.cos(th)])  # outward normal; the slope goes down towards −x
     mat = ContactMaterial(stiffness=2 * stiffness, dissipation=dissipation, mu_static=mu,
                           mu_dynamic=mu if mu_dynamic is None else mu_dynamic)
     b = SceneBuilder()

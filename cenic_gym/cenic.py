@@ -107,6 +107,7 @@ class StateCache:
     w: np.ndarray = None
     limit_c: np.ndarray = None
     limit_m: np.ndarray = None
+    t: float = 0.0
     valid: bool = False
 
 
@@ -161,6 +162,7 @@ class CenicIntegrator:
         self.gains = gains
         self.vs = float(system.stiction_tolerance)
         self.damping = np.asarray(system.model.damping, dtype=float).copy()
+        self.has_damping = bool(self.damping.any())  # implicit joint damping: A = M + δt D
         self.start = StateCache(ContactQuery(system, contact_margin))
         self.mid = StateCache(ContactQuery(system, contact_margin))
         nv = system.nv
@@ -213,7 +215,7 @@ class CenicIntegrator:
         """One ICF step of size dt from the cached state. Returns (q_next, v_next, converged)."""
         s = self.system
         t0 = time.perf_counter()
-        A = cache.M + np.diag(dt * self.damping) if self.damping.any() else cache.M
+        A = cache.M + np.diag(dt * self.damping) if self.has_damping else cache.M
         rhs = cache.nle if cache.tau is None else cache.nle - cache.tau
         r = cache.M @ cache.v - dt * rhs
         gidx, gc, gb, ge = self._no_gain if self.gains is None else self.gains(cache.t, cache.q, cache.v, dt)
@@ -311,7 +313,7 @@ class CenicIntegrator:
         try:
             while self.t < t_end - 1e-14 * max(1.0, abs(t_end)):
                 self.step(t_end)
-            self.t = max(self.t, t_end) if abs(self.t - t_end) <= 1e-12 * max(1.0, abs(t_end)) else self.t
+            self.t = max(self.t, t_end)  # the last step is clipped to land on t_end; absorb round-off
         finally:
             self.stats.wall_total += time.perf_counter() - t0
 

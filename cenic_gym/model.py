@@ -247,6 +247,18 @@ class Geometry:
     material: ContactMaterial
 
 
+@dataclass(frozen=True)
+class Coupler:
+    """Holonomic coupler between two 1-DOF joints (physics-notes §2.8): c = q[joint0] − ratio q[joint1] − offset = 0.
+
+    joint0 is the driven joint (URDF ``<mimic>``: the mimicking joint), joint1 the source (the mimicked joint)."""
+
+    joint0: int  # Pinocchio joint index of the driven joint
+    joint1: int  # Pinocchio joint index of the source joint
+    ratio: float  # ρ
+    offset: float  # [m or rad]
+
+
 @dataclass
 class MultibodySystem:
     """Pinocchio model + collision geometry as flat arrays. Build with :class:`SceneBuilder`."""
@@ -258,6 +270,7 @@ class MultibodySystem:
     body_names: list = field(default_factory=list)
     disabled_pairs: set = field(default_factory=set)
     stiction_tolerance: float = 1.0e-4  # v_s [m/s] (ICF §V-B)
+    couplers: list = field(default_factory=list)  # of Coupler
 
     def __post_init__(self):
         m = self.model
@@ -297,6 +310,7 @@ class MultibodySystem:
             self.joint_ncols[j] = len(s)
         self.max_contact_cols = 2 * width
         self._limits()
+        self._couplers()
 
     # -- construction helpers ---------------------------------------------------------------------------------
     def _support_columns(self, j):
@@ -347,6 +361,18 @@ class MultibodySystem:
         self.limit_v = np.array(iv, dtype=np.int64)
         self.limit_lower = np.array(lo, dtype=float)
         self.limit_upper = np.array(hi, dtype=float)
+
+    def _couplers(self):
+        """Flat coupler arrays: c = q[coupler_q0] − coupler_ratio q[coupler_q1] − coupler_offset = 0,
+        ċ = v[coupler_v0] − coupler_ratio v[coupler_v1] (1-DOF joints, q̇ = v)."""
+        m = self.model
+        cs = self.couplers
+        self.coupler_q0 = np.array([m.idx_qs[c.joint0] for c in cs], dtype=np.int64)
+        self.coupler_v0 = np.array([m.idx_vs[c.joint0] for c in cs], dtype=np.int64)
+        self.coupler_q1 = np.array([m.idx_qs[c.joint1] for c in cs], dtype=np.int64)
+        self.coupler_v1 = np.array([m.idx_vs[c.joint1] for c in cs], dtype=np.int64)
+        self.coupler_ratio = np.array([c.ratio for c in cs], dtype=float)
+        self.coupler_offset = np.array([c.offset for c in cs], dtype=float)
 
     # -- conveniences -----------------------------------------------------------------------------------------
     @property
@@ -429,6 +455,7 @@ class SceneBuilder:
         self.v0: list[np.ndarray] = []
         self.body_names: list[str] = []
         self.disabled_pairs: set = set()
+        self.couplers: list[Coupler] = []
 
     def _unique_geom_name(self, base):
         names = {g.name for g in self.geometries}
@@ -500,6 +527,32 @@ class SceneBuilder:
         self.body_names.append(name)
         return self
 
+    def _joint_index(self, joint):
+        if isinstance(joint, (int, np.integer)):
+            if not 0 < int(joint) < self.model.njoints:
+                raise ValueError(f"joint index {joint!r} out of range 1..{self.model.njoints - 1}")
+            return int(joint)
+        if not self.model.existJointName(joint):
+            raise ValueError(f"no joint named {joint!r}; known: {list(self.model.names)[1:]}")
+        return self.model.getJointId(joint)
+
+    def add_coupler(self, joint0, joint1, ratio=1.0, offset=0.0):
+        """Couple two 1-DOF joints (names or indices): q[joint0] = ratio q[joint1] + offset (physics-notes §2.8).
+
+        Both joints stay independent DOFs; the constraint is enforced by the solver's coupler pool."""
+        j0, j1 = self._joint_index(joint0), self._joint_index(joint1)
+        if j0 == j1:
+            raise ValueError(f"a coupler needs two different joints, got {joint0!r} twice")
+        for j, given in ((j0, joint0), (j1, joint1)):
+            if not (self.model.nqs[j] == 1 and self.model.nvs[j] == 1):
+                raise ValueError(f"couplers need 1-DOF joints (nq = nv = 1); {given!r} has nq={self.model.nqs[j]}, "
+                                 f"nv={self.model.nvs[j]}")
+        ratio, offset = float(ratio), float(offset)
+        if not (np.isfinite(ratio) and np.isfinite(offset)):
+            raise ValueError(f"coupler ratio and offset must be finite, got {ratio!r}, {offset!r}")
+        self.couplers.append(Coupler(j0, j1, ratio, offset))
+        return self
+
     def disable_collision(self, geom_a, geom_b):
         self.disabled_pairs.add((geom_a, geom_b))
         return self
@@ -521,4 +574,4 @@ class SceneBuilder:
         q0 = np.concatenate(self.q0) if self.q0 else np.zeros(0)
         v0 = np.concatenate(self.v0) if self.v0 else np.zeros(0)
         return MultibodySystem(self.model, list(self.geometries), q0, v0, list(self.body_names),
-                               set(self.disabled_pairs), self.stiction_tolerance)
+                               set(self.disabled_pairs), self.stiction_tolerance, list(self.couplers))

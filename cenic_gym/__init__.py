@@ -6,11 +6,11 @@ Engine layout (named as in the papers): :mod:`~cenic_gym.model` (multibody syste
 exact line search), :mod:`~cenic_gym.cenic` (the error-controlled integrator), :mod:`~cenic_gym.simulator` (API).
 """
 from .cenic import IntegratorStats, SimulationError
-from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Cylinder, HalfSpace, MultibodySystem, SceneBuilder,
-                    Sphere)
+from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Coupler, Cylinder, HalfSpace, MultibodySystem, RobotInfo,
+                    SceneBuilder, Sphere)
 from .simulator import SimState, Simulator
 
 __version__ = "0.1.0"
 
-__all__ = ["Box", "Capsule", "ContactMaterial", "ConvexMesh", "Cylinder", "HalfSpace", "IntegratorStats",
-           "MultibodySystem", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere"]
+__all__ = ["Box", "Capsule", "ContactMaterial", "ConvexMesh", "Coupler", "Cylinder", "HalfSpace", "IntegratorStats",
+           "MultibodySystem", "RobotInfo", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere"]

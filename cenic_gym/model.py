@@ -10,14 +10,17 @@ A :class:`MultibodySystem` holds
 * the candidate collision pairs (same-joint and fixed/fixed pairs are filtered out);
 * joint position limits of 1-DOF joints (for the near-rigid limit constraints of CENIC §IV-D).
 
-Scenes are built in code with :class:`SceneBuilder`; robots from model files come with the robots issue.
+Scenes are built in code with :class:`SceneBuilder`; robots come from URDF (+ SRDF) or MJCF files with
+:meth:`SceneBuilder.add_robot` (presets of the ``example-robot-data`` package in :mod:`cenic_gym.robots`).
 Shape conventions (half extents, local z axes) are those of :mod:`cenic_gym.narrowphase`.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -259,6 +262,27 @@ class Coupler:
     offset: float  # [m or rad]
 
 
+@dataclass(frozen=True)
+class RobotInfo:
+    """What :meth:`SceneBuilder.add_robot` added. Joint/frame/geometry names in the model are ``"<name>/<file name>"``.
+
+    joints: the robot's joints except a free base, in model order, with their file names (unprefixed);
+    joint_ids / q_indices / v_indices: their Pinocchio joint indices and their (concatenated) indices into q, v;
+    base_joint: the free base's joint index (its q = [p, quat xyzw], v = [world ṗ, body ω]), 0 for a fixed base;
+    links: names of the robot's links (BODY frames, unprefixed); geometries: names of its collision geometries."""
+
+    name: str
+    source: str
+    base: str
+    base_joint: int
+    joints: tuple
+    joint_ids: np.ndarray
+    q_indices: np.ndarray
+    v_indices: np.ndarray
+    links: tuple
+    geometries: tuple
+
+
 @dataclass
 class MultibodySystem:
     """Pinocchio model + collision geometry as flat arrays. Build with :class:`SceneBuilder`."""
@@ -271,6 +295,7 @@ class MultibodySystem:
     disabled_pairs: set = field(default_factory=set)
     stiction_tolerance: float = 1.0e-4  # v_s [m/s] (ICF §V-B)
     couplers: list = field(default_factory=list)  # of Coupler
+    robots: dict = field(default_factory=dict)  # name -> RobotInfo
 
     def __post_init__(self):
         m = self.model
@@ -397,6 +422,47 @@ class MultibodySystem:
         j = self.joint_id(body_name)
         return slice(self.model.idx_vs[j], self.model.idx_vs[j] + self.model.nvs[j])
 
+    def frame_id(self, frame_name):
+        """Pinocchio frame index (robot links: ``"<robot>/<link>"``)."""
+        if not self.model.existFrame(frame_name):
+            raise KeyError(f"no frame named {frame_name!r}")
+        return self.model.getFrameId(frame_name)
+
+    def robot(self, name) -> RobotInfo:
+        if name not in self.robots:
+            raise KeyError(f"no robot named {name!r}; robots: {sorted(self.robots)}")
+        return self.robots[name]
+
+    def _robot_joints(self, robot, joints):
+        info = self.robot(robot)
+        if joints is None:
+            return [int(j) for j in info.joint_ids]
+        if isinstance(joints, str):
+            joints = [joints]
+        ids = []
+        for jn in joints:
+            full = jn if self.model.existJointName(jn) and jn.startswith(f"{robot}/") else f"{robot}/{jn}"
+            if not self.model.existJointName(full):
+                raise KeyError(f"robot {robot!r} has no joint {jn!r}; joints: {list(info.joints)}")
+            ids.append(self.model.getJointId(full))
+        return ids
+
+    def robot_joint_ids(self, robot, joints=None):
+        """Joint indices of a robot's joints (names as in its file, or prefixed); all but a free base by default."""
+        return np.array(self._robot_joints(robot, joints), dtype=np.int64)
+
+    def robot_q_indices(self, robot, joints=None):
+        """Indices into q of a robot's joints (concatenated, in the given order)."""
+        m = self.model
+        idx = [np.arange(m.idx_qs[j], m.idx_qs[j] + m.nqs[j]) for j in self._robot_joints(robot, joints)]
+        return np.concatenate(idx).astype(np.int64) if idx else np.zeros(0, dtype=np.int64)
+
+    def robot_v_indices(self, robot, joints=None):
+        """Indices into v of a robot's joints (concatenated, in the given order), e.g. for actuation."""
+        m = self.model
+        idx = [np.arange(m.idx_vs[j], m.idx_vs[j] + m.nvs[j]) for j in self._robot_joints(robot, joints)]
+        return np.concatenate(idx).astype(np.int64) if idx else np.zeros(0, dtype=np.int64)
+
     def free_body_force(self, q, body_name, force, torque=(0.0, 0.0, 0.0), out=None):
         """Generalized force (nv,) of a world-frame force [N] at a free body's origin and a world torque [N m]:
         [f; Rᵀ τ] (the free-body joint's linear velocity is world-frame, its angular velocity body-frame)."""
@@ -406,6 +472,194 @@ class MultibodySystem:
         sl = self.v_slice(body_name)
         tau[sl] += np.concatenate([np.asarray(force, float), R.T @ np.asarray(torque, float)])
         return tau
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Robots from model files (helpers of SceneBuilder.add_robot)
+# --------------------------------------------------------------------------------------------------------------
+
+# Per-q and per-v vectors of pin.Model copied from the robot's file (those this Pinocchio has).
+_Q_ATTRS = ("lowerPositionLimit", "upperPositionLimit", "positionLimitMargin")
+_V_ATTRS = ("lowerEffortLimit", "upperEffortLimit", "effortLimit", "lowerVelocityLimit", "upperVelocityLimit",
+            "velocityLimit", "lowerDryFrictionLimit", "upperDryFrictionLimit", "friction", "damping", "armature",
+            "rotorInertia", "rotorGearRatio")
+
+
+def _is_free_joint(joint):
+    return joint.shortname() == "JointModelFreeFlyer" or is_free_body_joint(joint)
+
+
+def _load_robot_files(builder, rb, robot, name, base, package_dirs, srdf):
+    """Resolve a preset or file and build the robot's own Pinocchio model and collision GeometryModel."""
+    preset_name = None
+    if isinstance(robot, rb.RobotPreset):
+        preset = robot
+    elif isinstance(robot, str) and robot in rb.PRESETS and not Path(robot).exists():
+        preset, preset_name = rb.PRESETS[robot], robot
+    else:
+        preset = None
+    if preset is not None:
+        path = preset.urdf_path()
+        if srdf is None:
+            srdf = preset.srdf_path()
+        base = preset.base if base is None else base
+    else:
+        if not isinstance(robot, (str, Path)):
+            raise ValueError(f"robot must be a model file path or a preset name, got {robot!r}")
+        path = Path(robot)
+        if not path.is_file():
+            raise FileNotFoundError(f"robot model file {str(robot)!r} not found (presets: {sorted(rb.PRESETS)})")
+    base = "fixed" if base is None else base
+    if base not in ("fixed", "free"):
+        raise ValueError(f"base must be 'fixed' or 'free', got base={base!r}")
+    suffix = path.suffix.lower()
+    if suffix == ".urdf":
+        fmt = "urdf"
+    elif suffix in (".xml", ".mjcf"):
+        fmt = "mjcf"
+    else:
+        raise ValueError(f"unknown robot model format {path.suffix!r} of {path}: use .urdf or MJCF .xml")
+    if srdf is not None:
+        srdf = Path(srdf)
+        if not srdf.is_file():
+            raise FileNotFoundError(f"SRDF file {str(srdf)!r} not found")
+    try:
+        if fmt == "urdf":
+            if base == "free":
+                R = pin.buildModelFromUrdf(str(path), free_body_joint(), "root_joint")
+            else:
+                R = pin.buildModelFromUrdf(str(path))
+            dirs = rb.default_package_dirs(path) if package_dirs is None else (
+                [str(package_dirs)] if isinstance(package_dirs, (str, Path)) else [str(d) for d in package_dirs])
+            G = pin.buildGeomFromUrdf(R, str(path), pin.COLLISION, package_dirs=dirs)
+        else:
+            R = pin.buildModelFromMJCF(str(path))
+            if base == "free" and not any(R.parents[j] == 0 and _is_free_joint(R.joints[j])
+                                          for j in range(1, R.njoints)):
+                R = pin.buildModelFromMJCF(str(path), free_body_joint(), "root_joint")
+                R = R[0] if isinstance(R, tuple) else R
+            G = pin.buildGeomFromMJCF(R, str(path), pin.COLLISION)
+    except (RuntimeError, ValueError, OSError) as e:
+        raise ValueError(f"cannot load robot model {path}: {e}") from e
+    if name is None:
+        name = preset_name or R.name or path.stem
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ValueError(f"robot name must be a non-empty string without '/', got {name!r}")
+    if name in builder.robots or any(n.startswith(f"{name}/") or n == name for n in builder.model.names):
+        raise ValueError(f"a robot or body named {name!r} already exists")
+    return name, base, path, fmt, srdf, R, G
+
+
+def _robot_q0(R, q0, joints, srdf, rb):
+    """Robot configuration (R.nq,) from q0 (see add_robot) and the set of joints given explicitly."""
+    qR = pin.neutral(R)
+    refs = R.referenceConfigurations
+    if "qpos0" in refs:  # MJCF: MuJoCo's initial configuration (body poses of free joints)
+        qR = np.array(refs["qpos0"], dtype=float)
+    explicit = set()
+    if q0 is None:
+        return qR, explicit
+    if isinstance(q0, str):
+        if srdf is None:
+            raise ValueError(f"q0={q0!r} names an SRDF group state, but no SRDF was given")
+        states = rb.srdf_group_states(srdf)
+        if q0 not in states:
+            raise ValueError(f"SRDF {srdf} has no group_state {q0!r}; states: {sorted(states)}")
+        q0 = {jn: val for jn, val in states[q0].items() if R.existJointName(jn)
+              and R.getJointId(jn) in joints}
+    if isinstance(q0, dict):
+        for jn, val in q0.items():
+            if not R.existJointName(jn) or R.getJointId(jn) not in joints:
+                raise ValueError(f"q0: no joint {jn!r} in the robot (joints: {[R.names[j] for j in joints]})")
+            j = R.getJointId(jn)
+            val = np.atleast_1d(np.asarray(val, dtype=float))
+            if val.shape != (R.nqs[j],) or not np.all(np.isfinite(val)):
+                raise ValueError(f"q0[{jn!r}] must be {R.nqs[j]} finite value(s), got {val!r}")
+            qR[R.idx_qs[j]:R.idx_qs[j] + R.nqs[j]] = val
+            explicit.add(j)
+        return qR, explicit
+    idx = [i for j in joints for i in range(R.idx_qs[j], R.idx_qs[j] + R.nqs[j])]
+    arr = np.asarray(q0, dtype=float)
+    if arr.shape != (len(idx),) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"q0 must be a finite array of the robot joints' {len(idx)} positions "
+                         f"(free base excluded), got shape {arr.shape}")
+    qR[idx] = arr
+    return qR, set(joints)
+
+
+def _per_joint_values(R, joints, value, label):
+    """{v index in R: value} for an override given as a number (all joints) or a dict {joint name: value}."""
+    items = value.items() if isinstance(value, dict) else [(R.names[j], value) for j in joints]
+    out = {}
+    for jn, val in items:
+        if not R.existJointName(jn) or R.getJointId(jn) not in joints:
+            raise ValueError(f"{label}: no joint {jn!r} in the robot")
+        val = float(val)
+        if not (np.isfinite(val) and val >= 0):
+            raise ValueError(f"{label}[{jn!r}] must be finite and >= 0, got {val!r}")
+        j = R.getJointId(jn)
+        for iv in range(R.idx_vs[j], R.idx_vs[j] + R.nvs[j]):
+            out[iv] = val
+    return out
+
+
+def _pairs_touching_at_neutral(R, G, shapes, gnames, grjoint, skip):
+    """Pairs of the robot's geometries (on different joints) that touch in the neutral configuration clipped to
+    the joint limits — MoveIt's "Default" rule, for files without an SRDF (e.g. the Allegro palm box overlaps the
+    thumb's second link in almost every configuration)."""
+    import coal
+
+    q = pin.neutral(R)
+    for j in range(1, R.njoints):
+        if R.nqs[j] == 1:
+            i = R.idx_qs[j]
+            q[i] = min(max(q[i], R.lowerPositionLimit[i]), R.upperPositionLimit[i])
+    d = R.createData()
+    pin.forwardKinematics(R, d, q)
+    coal_shapes = [nph.make_coal_shape(s.geom_type, s.size(), getattr(s, "vertices", None)) for s in shapes]
+    X = [d.oMi[go.parentJoint] * go.placement for go in G.geometryObjects]
+    tf = [coal.Transform3s(x.rotation, x.translation) for x in X]
+    out = set()
+    n = len(gnames)
+    for a in range(n):
+        for b in range(a + 1, n):
+            if grjoint[a] == grjoint[b] or (gnames[a], gnames[b]) in skip:
+                continue
+            res = coal.DistanceResult()
+            coal.distance(coal_shapes[a], tf[a], coal_shapes[b], tf[b], coal.DistanceRequest(), res)
+            if res.min_distance <= 0.0:
+                out.add((gnames[a], gnames[b]))
+    return out
+
+
+def _robot_disabled_pairs(R, G, shapes, path, fmt, srdf, gnames, grjoint, link_geoms, self_collision, rb):
+    """Geometry-name pairs of one robot that never collide: SRDF <disable_collisions> if an SRDF is given, else
+    geometries of parent/child joints and pairs touching in the neutral configuration (MJCF: plus
+    <contact><exclude>); all pairs if not self_collision."""
+    out = set()
+    n = len(gnames)
+    if not self_collision:
+        return {(gnames[a], gnames[b]) for a in range(n) for b in range(a + 1, n)}
+    if srdf is not None:
+        unknown = set()
+        for l1, l2 in rb.srdf_disabled_links(srdf):
+            for ln in (l1, l2):
+                if not R.existFrame(ln):
+                    unknown.add(ln)
+            out |= {(a, b) for a in link_geoms.get(l1, ()) for b in link_geoms.get(l2, ())}
+        if unknown:
+            warnings.warn(f"SRDF {srdf}: links {sorted(unknown)} are not in {path}")
+        return out
+    for a in range(n):
+        for b in range(a + 1, n):
+            ja, jb = grjoint[a], grjoint[b]
+            if ja != jb and (R.parents[ja] == jb or R.parents[jb] == ja):
+                out.add((gnames[a], gnames[b]))
+    out |= _pairs_touching_at_neutral(R, G, shapes, gnames, grjoint, out)
+    if fmt == "mjcf":
+        for b1, b2 in rb.mjcf_excludes(path):
+            out |= {(a, b) for a in link_geoms.get(b1, ()) for b in link_geoms.get(b2, ())}
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -456,6 +710,7 @@ class SceneBuilder:
         self.body_names: list[str] = []
         self.disabled_pairs: set = set()
         self.couplers: list[Coupler] = []
+        self.robots: dict[str, RobotInfo] = {}
 
     def _unique_geom_name(self, base):
         names = {g.name for g in self.geometries}
@@ -527,6 +782,141 @@ class SceneBuilder:
         self.body_names.append(name)
         return self
 
+    def add_robot(self, robot, name=None, base=None, position=(0, 0, 0), rotation=None, material=ContactMaterial(),
+                  package_dirs=None, srdf=None, q0=None, armature=None, damping=None, self_collision=True):
+        """Merge a robot from a URDF (+ SRDF) or MJCF file, or a preset of :data:`cenic_gym.robots.PRESETS`.
+
+        robot:    path of a ``.urdf`` / ``.xml`` (MJCF) file, or a preset name ("panda", "allegro", "go1", ...).
+        name:     prefix of the robot's joint, frame and geometry names in the system (``"<name>/<file name>"``);
+                  default: the preset's name, else the file's robot name.
+        base:     "fixed": the root link is welded to the world at (position, rotation); "free": the root link
+                  hangs on a :func:`free_body_joint` (named ``"<name>/root_joint"``) whose initial pose is
+                  (position, rotation). Default: the preset's base, else "fixed".
+        position [m], rotation (3x3, rpy or quaternion xyzw): pose of the root link in the world.
+        material: the :class:`ContactMaterial` of every collision geometry of the robot.
+        package_dirs: where ``package://`` mesh URIs are resolved (default: example-robot-data's share directory
+                  and the file's ancestors).
+        srdf:     SRDF file: its ``<disable_collisions>`` pairs are filtered out and its ``<group_state>``s can
+                  be named by ``q0``. Without an SRDF, geometries of parent/child bodies and pairs that touch in the
+                  neutral configuration never collide.
+        q0:       initial configuration of the robot's joints (a free base's pose comes from position/rotation):
+                  None (the preset's SRDF state, else the neutral configuration), the name of an SRDF group
+                  state, a dict {joint name: value(s)} (others neutral; MJCF: qpos0) or an array of the joints' q
+                  in model order. Values are clipped to the position limits; joints driven by a coupler (URDF ``<mimic>``)
+                  follow their source unless given explicitly. v0 = 0.
+        armature, damping: override the file's rotor inertia [kg m^2] / viscous damping [N m s/rad] of the
+                  robot's joints: a number for all joints or a dict {joint name: value}.
+        self_collision: False disables every pair of the robot's own geometries.
+
+        Joint limits (position, velocity, effort), damping, armature and Coulomb friction of the file are kept in
+        the Pinocchio model; ``<mimic>`` tags (MJCF: linear ``<equality><joint>``) become :class:`Coupler`s and
+        both joints stay independent DOFs. Collision meshes become their convex hulls (:class:`ConvexMesh`)."""
+        from . import robots as rb
+
+        rob = _load_robot_files(self, rb, robot, name, base, package_dirs, srdf)
+        name, base, path, fmt, srdf, R, G = rob
+        if q0 is None and isinstance(robot, str) and robot in rb.PRESETS and not Path(robot).exists():
+            q0 = rb.PRESETS[robot].q0
+        X_base = pin.SE3(_rotation(rotation), _vec3(position, "position"))
+        if not isinstance(material, ContactMaterial):
+            raise ValueError(f"material must be a ContactMaterial, got {material!r}")
+
+        # -- everything that can fail, before the model is touched ----------------------------------------------
+        free_roots = [j for j in range(1, R.njoints) if R.parents[j] == 0 and _is_free_joint(R.joints[j])]
+        if base == "fixed" and free_roots:
+            raise ValueError(f"{path} has a free joint at its root ({R.names[free_roots[0]]!r}): use base='free'")
+        shapes = [rb.shape_from_coal(go.geometry, go.name) for go in G.geometryObjects]
+        joints = [j for j in range(1, R.njoints) if j not in free_roots]
+        qR, explicit = _robot_q0(R, q0, joints, srdf, rb)
+        couplers = []
+        pairs = (rb.urdf_mimics(path) if fmt == "urdf" else rb.mjcf_joint_equalities(path))
+        for driven, source, ratio, offset in pairs:
+            if not (R.existJointName(driven) and R.existJointName(source)):
+                warnings.warn(f"{path}: coupler {driven!r} <- {source!r} skipped: not both movable joints")
+                continue
+            jd, js = R.getJointId(driven), R.getJointId(source)
+            for j in (jd, js):
+                if not (R.nqs[j] == 1 and R.nvs[j] == 1):
+                    raise ValueError(f"{path}: coupled joint {R.names[j]!r} is not a 1-DOF joint")
+            couplers.append((jd, js, float(ratio), float(offset)))
+            if jd not in explicit:
+                qR[R.idx_qs[jd]] = ratio * qR[R.idx_qs[js]] + offset
+        for j in joints:  # clip 1-DOF joints to their limits
+            if R.nqs[j] == 1:
+                i = R.idx_qs[j]
+                qR[i] = min(max(qR[i], R.lowerPositionLimit[i]), R.upperPositionLimit[i])
+        overrides = {}
+        for label, value in (("armature", armature), ("damping", damping)):
+            if value is not None:
+                overrides[label] = _per_joint_values(R, joints, value, label)
+
+        # -- merge the kinematic tree --------------------------------------------------------------------------
+        m = self.model
+        nq0, nv0 = m.nq, m.nv
+        jmap = {0: 0}
+        for j in range(1, R.njoints):
+            full = f"{name}/{R.names[j]}"
+            if j in free_roots:
+                jmap[j] = m.addJoint(0, free_body_joint(), pin.SE3.Identity(), full)
+            else:
+                X = X_base * R.jointPlacements[j] if R.parents[j] == 0 else R.jointPlacements[j]
+                jmap[j] = m.addJoint(jmap[R.parents[j]], R.joints[j], X, full)
+            m.appendBodyToJoint(jmap[j], R.inertias[j], pin.SE3.Identity())
+            assert m.idx_qs[jmap[j]] == nq0 + R.idx_qs[j] and m.idx_vs[jmap[j]] == nv0 + R.idx_vs[j]
+        qs, vs = slice(nq0, nq0 + R.nq), slice(nv0, nv0 + R.nv)
+        for attrs, sl in ((_Q_ATTRS, qs), (_V_ATTRS, vs)):
+            for attr in attrs:
+                if hasattr(R, attr):
+                    arr = np.array(getattr(m, attr), dtype=float)
+                    arr[sl] = np.asarray(getattr(R, attr), dtype=float)
+                    setattr(m, attr, arr)
+        for label, vals in overrides.items():
+            arr = np.array(getattr(m, label), dtype=float)
+            for iv, val in vals.items():
+                arr[nv0 + iv] = val
+            setattr(m, label, arr)
+        fmap = {0: 0}
+        for fi in range(1, R.nframes):
+            f = R.frames[fi]
+            nf = pin.Frame(f)
+            nf.name = f"{name}/{f.name}"
+            nf.parentJoint = jmap[f.parentJoint]
+            nf.parentFrame = fmap[f.parentFrame]
+            nf.placement = X_base * f.placement if f.parentJoint == 0 else f.placement
+            fmap[fi] = m.addFrame(nf, False)  # the joint inertias above already hold the fixed links
+
+        # -- initial state -----------------------------------------------------------------------------------------
+        q = qR.copy()
+        for j in free_roots:
+            i = R.idx_qs[j]
+            X = X_base * R.jointPlacements[j] * pin.XYZQUATToSE3(qR[i:i + 7])
+            q[i:i + 7] = pin.SE3ToXYZQUAT(X)
+        self.q0.append(q)
+        self.v0.append(np.zeros(R.nv))
+
+        # -- collision geometry ----------------------------------------------------------------------------------
+        gnames, grjoint, link_geoms = [], [], {}
+        for go, shape in zip(G.geometryObjects, shapes):
+            X = X_base * go.placement if go.parentJoint == 0 else go.placement
+            gname = self._unique_geom_name(f"{name}/{go.name}")
+            self.geometries.append(Geometry(gname, shape, jmap[go.parentJoint], X, material))
+            gnames.append(gname)
+            grjoint.append(go.parentJoint)
+            link_geoms.setdefault(R.frames[go.parentFrame].name, []).append(gname)
+        self.disabled_pairs |= _robot_disabled_pairs(R, G, shapes, path, fmt, srdf, gnames, grjoint, link_geoms,
+                                                     self_collision, rb)
+        for jd, js, ratio, offset in couplers:
+            self.add_coupler(jmap[jd], jmap[js], ratio, offset)
+
+        links = tuple(f.name for f in R.frames if f.type == pin.FrameType.BODY)
+        self.robots[name] = RobotInfo(
+            name, str(path), base, jmap[free_roots[0]] if free_roots else 0,
+            tuple(R.names[j] for j in joints), np.array([jmap[j] for j in joints], dtype=np.int64),
+            np.array([nq0 + i for j in joints for i in range(R.idx_qs[j], R.idx_qs[j] + R.nqs[j])], dtype=np.int64),
+            np.array([nv0 + i for j in joints for i in range(R.idx_vs[j], R.idx_vs[j] + R.nvs[j])], dtype=np.int64),
+            links, tuple(gnames))
+        return self
+
     def _joint_index(self, joint):
         if isinstance(joint, (int, np.integer)):
             if not 0 < int(joint) < self.model.njoints:
@@ -574,4 +964,5 @@ class SceneBuilder:
         q0 = np.concatenate(self.q0) if self.q0 else np.zeros(0)
         v0 = np.concatenate(self.v0) if self.v0 else np.zeros(0)
         return MultibodySystem(self.model, list(self.geometries), q0, v0, list(self.body_names),
-                               set(self.disabled_pairs), self.stiction_tolerance, list(self.couplers))
+                               set(self.disabled_pairs), self.stiction_tolerance, list(self.couplers),
+                               dict(self.robots))

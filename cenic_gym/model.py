@@ -8,7 +8,9 @@ A :class:`MultibodySystem` holds
 * the collision geometries as flat arrays (struct of arrays), each geometry attached to one joint with a
   constant placement in that joint's frame, and a :class:`ContactMaterial`;
 * the candidate collision pairs (same-joint and fixed/fixed pairs are filtered out);
-* joint position limits of 1-DOF joints (for the near-rigid limit constraints of CENIC §IV-D).
+* joint position limits of 1-DOF joints (for the near-rigid limit constraints of CENIC §IV-D);
+* couplers q[i0] = ρ q[i1] + offset between 1-DOF joints (URDF ``<mimic>``, physics-notes §2.8) as flat arrays;
+* the robots merged from model files (:class:`RobotInfo`: their joints' q/v indices, links, geometries).
 
 Scenes are built in code with :class:`SceneBuilder`; robots come from URDF (+ SRDF) or MJCF files with
 :meth:`SceneBuilder.add_robot` (presets of the ``example-robot-data`` package in :mod:`cenic_gym.robots`).
@@ -21,6 +23,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -603,7 +606,42 @@ def _per_joint_values(R, joints, value, label):
     return out
 
 
-def _pairs_touching_at_neutral(R, G, shapes, gnames, grjoint, skip):
+class _RobotGeom(NamedTuple):
+    name: str  # as in the file (Pinocchio's GeometryObject name)
+    shape: object
+    joint: int  # joint index in the robot's own model
+    link: str  # link (body frame) name
+    placement: pin.SE3  # in the joint frame
+
+
+def _fuse_capsules(items, tol=5e-3):
+    """Replace a cylinder and two spheres of its radius centred on its end caps (same joint; centres within
+    ``tol`` times the radius, radii within 1e-6) by one capsule — the pattern of e.g. example-robot-data's
+    panda_collision.urdf, whose rpy angles are rounded (hand: 1e-4 m off). The capsule keeps the cylinder's name."""
+    drop, out = set(), []
+    spheres = [k for k, it in enumerate(items) if isinstance(it.shape, Sphere)]
+    fused = {}
+    for i, it in enumerate(items):
+        if not isinstance(it.shape, Cylinder):
+            continue
+        r, L = it.shape.radius, it.shape.length
+        ends = [it.placement.act(np.array([0.0, 0.0, s * 0.5 * L])) for s in (1.0, -1.0)]
+        match = []
+        for e in ends:
+            ks = [k for k in spheres if k not in drop and items[k].joint == it.joint
+                  and abs(items[k].shape.radius - r) <= 1e-6 * r
+                  and np.linalg.norm(items[k].placement.translation - e) <= tol * r]
+            match.append(ks[0] if ks else None)
+        if None not in match and match[0] != match[1]:
+            drop.update(match)
+            fused[i] = it._replace(shape=Capsule(r, L))
+    for i, it in enumerate(items):
+        if i not in drop:
+            out.append(fused.get(i, it))
+    return out
+
+
+def _pairs_touching_at_neutral(R, items, gnames, grjoint, skip):
     """Pairs of the robot's geometries (on different joints) that touch in the neutral configuration clipped to
     the joint limits — MoveIt's "Default" rule, for files without an SRDF (e.g. the Allegro palm box overlaps the
     thumb's second link in almost every configuration)."""
@@ -616,8 +654,9 @@ def _pairs_touching_at_neutral(R, G, shapes, gnames, grjoint, skip):
             q[i] = min(max(q[i], R.lowerPositionLimit[i]), R.upperPositionLimit[i])
     d = R.createData()
     pin.forwardKinematics(R, d, q)
-    coal_shapes = [nph.make_coal_shape(s.geom_type, s.size(), getattr(s, "vertices", None)) for s in shapes]
-    X = [d.oMi[go.parentJoint] * go.placement for go in G.geometryObjects]
+    coal_shapes = [nph.make_coal_shape(it.shape.geom_type, it.shape.size(), getattr(it.shape, "vertices", None))
+                   for it in items]
+    X = [d.oMi[it.joint] * it.placement for it in items]
     tf = [coal.Transform3s(x.rotation, x.translation) for x in X]
     out = set()
     n = len(gnames)
@@ -632,7 +671,7 @@ def _pairs_touching_at_neutral(R, G, shapes, gnames, grjoint, skip):
     return out
 
 
-def _robot_disabled_pairs(R, G, shapes, path, fmt, srdf, gnames, grjoint, link_geoms, self_collision, rb):
+def _robot_disabled_pairs(R, items, path, fmt, srdf, gnames, grjoint, link_geoms, self_collision, rb):
     """Geometry-name pairs of one robot that never collide: SRDF <disable_collisions> if an SRDF is given, else
     geometries of parent/child joints and pairs touching in the neutral configuration (MJCF: plus
     <contact><exclude>); all pairs if not self_collision."""
@@ -655,7 +694,7 @@ def _robot_disabled_pairs(R, G, shapes, path, fmt, srdf, gnames, grjoint, link_g
             ja, jb = grjoint[a], grjoint[b]
             if ja != jb and (R.parents[ja] == jb or R.parents[jb] == ja):
                 out.add((gnames[a], gnames[b]))
-    out |= _pairs_touching_at_neutral(R, G, shapes, gnames, grjoint, out)
+    out |= _pairs_touching_at_neutral(R, items, gnames, grjoint, out)
     if fmt == "mjcf":
         for b1, b2 in rb.mjcf_excludes(path):
             out |= {(a, b) for a in link_geoms.get(b1, ()) for b in link_geoms.get(b2, ())}
@@ -783,7 +822,8 @@ class SceneBuilder:
         return self
 
     def add_robot(self, robot, name=None, base=None, position=(0, 0, 0), rotation=None, material=ContactMaterial(),
-                  package_dirs=None, srdf=None, q0=None, armature=None, damping=None, self_collision=True):
+                  package_dirs=None, srdf=None, q0=None, armature=None, damping=None, self_collision=True,
+                  fuse_capsules=True):
         """Merge a robot from a URDF (+ SRDF) or MJCF file, or a preset of :data:`cenic_gym.robots.PRESETS`.
 
         robot:    path of a ``.urdf`` / ``.xml`` (MJCF) file, or a preset name ("panda", "allegro", "go1", ...).
@@ -807,6 +847,7 @@ class SceneBuilder:
         armature, damping: override the file's rotor inertia [kg m^2] / viscous damping [N m s/rad] of the
                   robot's joints: a number for all joints or a dict {joint name: value}.
         self_collision: False disables every pair of the robot's own geometries.
+        fuse_capsules: a cylinder with a sphere of its radius on each end cap (one link) becomes one exact Capsule.
 
         Joint limits (position, velocity, effort), damping, armature and Coulomb friction of the file are kept in
         the Pinocchio model; ``<mimic>`` tags (MJCF: linear ``<equality><joint>``) become :class:`Coupler`s and
@@ -815,8 +856,11 @@ class SceneBuilder:
 
         rob = _load_robot_files(self, rb, robot, name, base, package_dirs, srdf)
         name, base, path, fmt, srdf, R, G = rob
-        if q0 is None and isinstance(robot, str) and robot in rb.PRESETS and not Path(robot).exists():
-            q0 = rb.PRESETS[robot].q0
+        preset = rb.PRESETS.get(robot) if isinstance(robot, str) and not Path(robot).exists() else (
+            robot if isinstance(robot, rb.RobotPreset) else None)
+        if q0 is None and preset is not None and preset.q0 is not None and srdf is not None \
+                and preset.q0 in rb.srdf_group_states(srdf):  # the preset's named pose (if its SRDF has it)
+            q0 = preset.q0
         X_base = pin.SE3(_rotation(rotation), _vec3(position, "position"))
         if not isinstance(material, ContactMaterial):
             raise ValueError(f"material must be a ContactMaterial, got {material!r}")
@@ -825,7 +869,10 @@ class SceneBuilder:
         free_roots = [j for j in range(1, R.njoints) if R.parents[j] == 0 and _is_free_joint(R.joints[j])]
         if base == "fixed" and free_roots:
             raise ValueError(f"{path} has a free joint at its root ({R.names[free_roots[0]]!r}): use base='free'")
-        shapes = [rb.shape_from_coal(go.geometry, go.name) for go in G.geometryObjects]
+        items = [_RobotGeom(go.name, rb.shape_from_coal(go.geometry, go.name), go.parentJoint,
+                            R.frames[go.parentFrame].name, go.placement) for go in G.geometryObjects]
+        if fuse_capsules:
+            items = _fuse_capsules(items)
         joints = [j for j in range(1, R.njoints) if j not in free_roots]
         qR, explicit = _robot_q0(R, q0, joints, srdf, rb)
         couplers = []
@@ -896,14 +943,14 @@ class SceneBuilder:
 
         # -- collision geometry ----------------------------------------------------------------------------------
         gnames, grjoint, link_geoms = [], [], {}
-        for go, shape in zip(G.geometryObjects, shapes):
-            X = X_base * go.placement if go.parentJoint == 0 else go.placement
-            gname = self._unique_geom_name(f"{name}/{go.name}")
-            self.geometries.append(Geometry(gname, shape, jmap[go.parentJoint], X, material))
+        for it in items:
+            X = X_base * it.placement if it.joint == 0 else it.placement
+            gname = self._unique_geom_name(f"{name}/{it.name}")
+            self.geometries.append(Geometry(gname, it.shape, jmap[it.joint], X, material))
             gnames.append(gname)
-            grjoint.append(go.parentJoint)
-            link_geoms.setdefault(R.frames[go.parentFrame].name, []).append(gname)
-        self.disabled_pairs |= _robot_disabled_pairs(R, G, shapes, path, fmt, srdf, gnames, grjoint, link_geoms,
+            grjoint.append(it.joint)
+            link_geoms.setdefault(it.link, []).append(gname)
+        self.disabled_pairs |= _robot_disabled_pairs(R, items, path, fmt, srdf, gnames, grjoint, link_geoms,
                                                      self_collision, rb)
         for jd, js, ratio, offset in couplers:
             self.add_coupler(jmap[jd], jmap[js], ratio, offset)

@@ -221,7 +221,7 @@ def test_geometry_poses_match_pinocchio(preset):
     """Our geometry placements (joint frame) reproduce Pinocchio's oMg, base pose included, at a random q."""
     free = robots.PRESETS[preset].base == "free"
     pos, rpy = np.array([0.3, -0.2, 0.5]), np.array([0.1, -0.2, 0.7])
-    s = build(preset, ground=False, position=pos, rotation=rpy)
+    s = build(preset, ground=False, position=pos, rotation=rpy, fuse_capsules=False)
     R, G = reference_model(preset, free=free)
     info = s.robot(preset)
     rng = np.random.default_rng(0)
@@ -243,6 +243,43 @@ def test_geometry_poses_match_pinocchio(preset):
             go.geometry.computeLocalAABB()
             np.testing.assert_allclose(g.shape.vertices.min(0), go.geometry.aabb_local.min_, atol=1e-12)
             np.testing.assert_allclose(g.shape.vertices.max(0), go.geometry.aabb_local.max_, atol=1e-12)
+
+
+def test_cylinder_with_end_spheres_becomes_a_capsule():
+    """panda_collision.urdf models each link as a cylinder + a sphere on each end: one capsule each."""
+    import coal
+
+    from cenic_gym import narrowphase as nph
+
+    fused = build("panda_primitives", ground=False)
+    plain = build("panda_primitives", ground=False, fuse_capsules=False)
+    caps = [g for g in fused.geometries if isinstance(g.shape, Capsule)]
+    assert len(caps) == len(fused.geometries) == 13 and len(plain.geometries) == 39
+    assert len(fused.pairs) < len(plain.pairs) / 4
+    by_name = {g.name: i for i, g in enumerate(plain.geometries)}
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        q = fused.q0.copy()
+        info = fused.robot("panda_primitives")
+        lo, hi = fused.model.lowerPositionLimit[info.q_indices], fused.model.upperPositionLimit[info.q_indices]
+        q[info.q_indices] = lo + rng.random(len(lo)) * (hi - lo)
+        d = fused.model.createData()
+        pin.forwardKinematics(fused.model, d, q)
+        n = rng.normal(size=3)
+        plane = coal.Halfspace(n / np.linalg.norm(n), -2.0)
+
+        def dist(system, i):
+            g = system.geometries[i]
+            X = d.oMi[g.joint] * g.placement
+            res = coal.DistanceResult()
+            coal.distance(system.coal_shapes[i], nph._transform(X.rotation, X.translation), plane,
+                          coal.Transform3s(), coal.DistanceRequest(), res)
+            return res.min_distance
+
+        for i, g in enumerate(fused.geometries):
+            base, k = g.name.rsplit("_", 1)
+            union = min(dist(plain, by_name[f"{base}_{int(k) + o}"]) for o in range(3))
+            assert dist(fused, i) == pytest.approx(union, abs=2e-4), g.name
 
 
 def test_mesh_scale_is_applied_once(tmp_path):

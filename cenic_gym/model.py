@@ -823,7 +823,7 @@ class SceneBuilder:
 
     def add_robot(self, robot, name=None, base=None, position=(0, 0, 0), rotation=None, material=ContactMaterial(),
                   package_dirs=None, srdf=None, q0=None, armature=None, damping=None, self_collision=True,
-                  fuse_capsules=True):
+                  fuse_capsules=True, exclude_links=None):
         """Merge a robot from a URDF (+ SRDF) or MJCF file, or a preset of :data:`cenic_gym.robots.PRESETS`.
 
         robot:    path of a ``.urdf`` / ``.xml`` (MJCF) file, or a preset name ("panda", "allegro", "go1", ...).
@@ -848,6 +848,8 @@ class SceneBuilder:
                   robot's joints: a number for all joints or a dict {joint name: value}.
         self_collision: False disables every pair of the robot's own geometries.
         fuse_capsules: a cylinder with a sphere of its radius on each end cap (one link) becomes one exact Capsule.
+        exclude_links: names of links whose collision geometry is dropped (default: the preset's, e.g. the Go1's
+                  1 mm sensor boxes; else none).
 
         Joint limits (position, velocity, effort), damping, armature and Coulomb friction of the file are kept in
         the Pinocchio model; ``<mimic>`` tags (MJCF: linear ``<equality><joint>``) become :class:`Coupler`s and
@@ -869,8 +871,15 @@ class SceneBuilder:
         free_roots = [j for j in range(1, R.njoints) if R.parents[j] == 0 and _is_free_joint(R.joints[j])]
         if base == "fixed" and free_roots:
             raise ValueError(f"{path} has a free joint at its root ({R.names[free_roots[0]]!r}): use base='free'")
+        if exclude_links is None:
+            exclude_links = preset.exclude_links if preset is not None else ()
+        exclude_links = (exclude_links,) if isinstance(exclude_links, str) else tuple(exclude_links)
+        unknown = [ln for ln in exclude_links if not R.existFrame(ln)]
+        if unknown:
+            raise ValueError(f"exclude_links: no links {unknown} in {path}")
         items = [_RobotGeom(go.name, rb.shape_from_coal(go.geometry, go.name), go.parentJoint,
-                            R.frames[go.parentFrame].name, go.placement) for go in G.geometryObjects]
+                            R.frames[go.parentFrame].name, go.placement) for go in G.geometryObjects
+                 if R.frames[go.parentFrame].name not in exclude_links]
         if fuse_capsules:
             items = _fuse_capsules(items)
         joints = [j for j in range(1, R.njoints) if j not in free_roots]

@@ -123,7 +123,8 @@ def robot_file(package, relpath) -> Path:
 class RobotPreset:
     """A robot of example-robot-data with the files and defaults we use.
 
-    q0: name of an SRDF ``<group_state>`` used as the default initial configuration (None: neutral, clipped)."""
+    q0: name of an SRDF ``<group_state>`` used as the default initial configuration (None: neutral, clipped).
+    exclude_links: links whose collision geometry is dropped by default (placeholder shapes)."""
 
     package: str
     urdf: str
@@ -131,6 +132,7 @@ class RobotPreset:
     base: str = "fixed"
     q0: str | None = None
     description: str = ""
+    exclude_links: tuple = ()
 
     def urdf_path(self) -> Path:
         return robot_file(self.package, self.urdf)
@@ -148,8 +150,12 @@ PRESETS = {
                                     "default", "Panda with cylinder + sphere collision geometry only"),
     "allegro": RobotPreset("allegro_hand_description", "urdf/allegro_right_hand.urdf", None, "fixed", None,
                            "Wonik Allegro right hand: 16 revolute joints, boxes + fingertip spheres"),
+    # go1.urdf gives 9 sensor links (cameras, IMU, ultrasound) 1 mm collision boxes, some 3-9 cm outside the trunk
+    # box: pin-like contact points, dropped by default.
     "go1": RobotPreset("go1_description", "urdf/go1.urdf", "srdf/go1.srdf", "free", "standing",
-                       "Unitree Go1 quadruped: free base + 12 revolute joints, primitive collision shapes"),
+                       "Unitree Go1 quadruped: free base + 12 revolute joints, primitive collision shapes",
+                       ("camera_chin", "camera_face", "camera_left", "camera_rearDown", "camera_right", "imu_link",
+                        "ultraSound_face", "ultraSound_left", "ultraSound_right")),
 }
 PRESETS["allegro_right"] = PRESETS["allegro"]
 

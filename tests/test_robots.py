@@ -77,6 +77,8 @@ def test_bad_arguments_raise_value_error():
         SceneBuilder().add_robot("panda", q0="nope")
     with pytest.raises(ValueError, match="no joint 'elbow'"):
         SceneBuilder().add_robot("panda", q0={"elbow": 0.0})
+    with pytest.raises(ValueError, match="exclude_links.*'hand'"):
+        SceneBuilder().add_robot("panda", exclude_links=["hand"])
     with pytest.raises(ValueError, match="armature"):
         SceneBuilder().add_robot("panda", armature=-1.0)
     b = SceneBuilder().add_robot("panda")
@@ -207,7 +209,10 @@ def test_go1_model():
     assert s.model.inertias[j].mass == pytest.approx(R.inertias[1].mass)
     assert sum(i.mass for i in s.model.inertias) == pytest.approx(sum(i.mass for i in R.inertias))
     geoms = [g for g in s.geometries if g.name.startswith("go1/")]
-    assert len(geoms) == 38 and all(isinstance(g.shape, (Box, Cylinder, Sphere)) for g in geoms)
+    # 38 in the file, less the 9 placeholder 1 mm boxes of the sensor links (preset default)
+    assert len(geoms) == 29 and all(isinstance(g.shape, (Box, Cylinder, Sphere)) for g in geoms)
+    assert not any("camera" in g.name or "imu" in g.name for g in geoms)
+    assert len(build("go1", ground=False, exclude_links=()).geometries) == 38
     feet = [g for g in geoms if "foot" in g.name]
     assert len(feet) == 4 and all(g.shape == Sphere(0.02) for g in feet)
     # body pose helpers work on the robot's base
@@ -221,7 +226,7 @@ def test_geometry_poses_match_pinocchio(preset):
     """Our geometry placements (joint frame) reproduce Pinocchio's oMg, base pose included, at a random q."""
     free = robots.PRESETS[preset].base == "free"
     pos, rpy = np.array([0.3, -0.2, 0.5]), np.array([0.1, -0.2, 0.7])
-    s = build(preset, ground=False, position=pos, rotation=rpy, fuse_capsules=False)
+    s = build(preset, ground=False, position=pos, rotation=rpy, fuse_capsules=False, exclude_links=())
     R, G = reference_model(preset, free=free)
     info = s.robot(preset)
     rng = np.random.default_rng(0)
@@ -356,6 +361,15 @@ def test_mjcf_robot(tmp_path):
 
 
 # -- physics smoke tests (the engine without controllers) -------------------------------------------------------
+
+
+def test_go1_free_fall_moves_as_one_body():
+    s = SceneBuilder().add_robot("go1", position=(0.0, 0.0, 0.5)).build()
+    sim = Simulator(s, accuracy=1e-3)
+    sim.advance_to(0.2)
+    np.testing.assert_allclose(sim.v[:3], [0.0, 0.0, -9.81 * 0.2], atol=1e-9)
+    np.testing.assert_allclose(sim.v[3:], 0.0, atol=1e-9)
+    np.testing.assert_allclose(sim.q[7:], s.q0[7:], atol=1e-9)  # no joint motion without contact
 
 
 def test_go1_drop_smoke():

@@ -590,6 +590,16 @@ def _robot_q0(R, q0, joints, srdf, rb):
     return qR, set(joints)
 
 
+def _clip_to_limits(R, joints, q):
+    """q with the 1-DOF joints clipped to their position limits."""
+    q = q.copy()
+    for j in joints:
+        if R.nqs[j] == 1:
+            i = R.idx_qs[j]
+            q[i] = min(max(q[i], R.lowerPositionLimit[i]), R.upperPositionLimit[i])
+    return q
+
+
 def _per_joint_values(R, joints, value, label):
     """{v index in R: value} for an override given as a number (all joints) or a dict {joint name: value}."""
     items = value.items() if isinstance(value, dict) else [(R.names[j], value) for j in joints]
@@ -647,11 +657,7 @@ def _pairs_touching_at_neutral(R, items, gnames, grjoint, skip):
     thumb's second link in almost every configuration)."""
     import coal
 
-    q = pin.neutral(R)
-    for j in range(1, R.njoints):
-        if R.nqs[j] == 1:
-            i = R.idx_qs[j]
-            q[i] = min(max(q[i], R.lowerPositionLimit[i]), R.upperPositionLimit[i])
+    q = _clip_to_limits(R, range(1, R.njoints), pin.neutral(R))
     d = R.createData()
     pin.forwardKinematics(R, d, q)
     coal_shapes = [nph.make_coal_shape(it.shape.geom_type, it.shape.size(), getattr(it.shape, "vertices", None))
@@ -895,16 +901,27 @@ class SceneBuilder:
                 if not (R.nqs[j] == 1 and R.nvs[j] == 1):
                     raise ValueError(f"{path}: coupled joint {R.names[j]!r} is not a 1-DOF joint")
             couplers.append((jd, js, float(ratio), float(offset)))
+        qR = _clip_to_limits(R, joints, qR)
+        for jd, js, ratio, offset in couplers:
             if jd not in explicit:
                 qR[R.idx_qs[jd]] = ratio * qR[R.idx_qs[js]] + offset
-        for j in joints:  # clip 1-DOF joints to their limits
-            if R.nqs[j] == 1:
-                i = R.idx_qs[j]
-                qR[i] = min(max(qR[i], R.lowerPositionLimit[i]), R.upperPositionLimit[i])
+        qR = _clip_to_limits(R, joints, qR)
         overrides = {}
         for label, value in (("armature", armature), ("damping", damping)):
             if value is not None:
                 overrides[label] = _per_joint_values(R, joints, value, label)
+        gnames, grjoint, link_geoms = [], [], {}
+        taken = {g.name for g in self.geometries}
+        for it in items:
+            gname = f"{name}/{it.name}"
+            k = 1
+            while gname in taken:
+                gname, k = f"{name}/{it.name}_{k}", k + 1
+            taken.add(gname)
+            gnames.append(gname)
+            grjoint.append(it.joint)
+            link_geoms.setdefault(it.link, []).append(gname)
+        disabled = _robot_disabled_pairs(R, items, path, fmt, srdf, gnames, grjoint, link_geoms, self_collision, rb)
 
         # -- merge the kinematic tree --------------------------------------------------------------------------
         m = self.model
@@ -951,16 +968,10 @@ class SceneBuilder:
         self.v0.append(np.zeros(R.nv))
 
         # -- collision geometry ----------------------------------------------------------------------------------
-        gnames, grjoint, link_geoms = [], [], {}
-        for it in items:
+        for it, gname in zip(items, gnames):
             X = X_base * it.placement if it.joint == 0 else it.placement
-            gname = self._unique_geom_name(f"{name}/{it.name}")
             self.geometries.append(Geometry(gname, it.shape, jmap[it.joint], X, material))
-            gnames.append(gname)
-            grjoint.append(it.joint)
-            link_geoms.setdefault(it.link, []).append(gname)
-        self.disabled_pairs |= _robot_disabled_pairs(R, items, path, fmt, srdf, gnames, grjoint, link_geoms,
-                                                     self_collision, rb)
+        self.disabled_pairs |= disabled
         for jd, js, ratio, offset in couplers:
             self.add_coupler(jmap[jd], jmap[js], ratio, offset)
 

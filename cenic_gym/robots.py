@@ -84,7 +84,7 @@ def example_robot_data_dir() -> Path:
         if c in seen:
             continue
         seen.append(c)
-        if c.is_dir():
+        if c.is_dir() and any(c.glob("*_description")):
             return c.resolve()
     raise RobotDataNotFoundError(
         f"the robot model files of the '{ERD_PACKAGE}' package were not found (looked in {len(seen)} places, "

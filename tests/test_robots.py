@@ -84,6 +84,11 @@ def test_bad_arguments_raise_value_error():
     b = SceneBuilder().add_robot("panda")
     with pytest.raises(ValueError, match="already exists"):
         b.add_robot("panda")
+    for kw in (dict(q0="crouching"), dict(damping={"nope": 1.0}), dict(exclude_links=["nope"])):
+        with pytest.raises(ValueError):
+            b.add_robot("go1", **kw)
+    assert b.model.nq == 9 and len(b.geometries) == 17 and len(b.q0) == 1  # failed calls leave no trace
+    assert b.build().nq == 9
     with pytest.raises(ValueError, match="1-DOF"):
         SceneBuilder().add_robot("go1").add_coupler("go1/root_joint", "go1/FL_hip_joint")
 
@@ -107,8 +112,10 @@ def test_panda_model():
     # default configuration: the SRDF's "default" group state; the mimic finger follows finger 1
     np.testing.assert_allclose(s.q0, [0, -0.785398, 0, -2.35619, 0, 1.5707, 0.785398, 0.001, 0.001])
     assert np.all(s.v0 == 0)
-    # the limit pool sees all 9 joints
+    # the limit pool sees all 9 joints; the usual joint helpers take the prefixed names
     assert len(s.limit_q) == 9
+    assert s.q_slice("panda/panda_joint4") == slice(3, 4) and s.v_slice("panda/panda_finger_joint2") == slice(8, 9)
+    assert s.joint_id("panda/panda_joint1") == info.joint_ids[0]
     # frames are kept, prefixed, and the base pose is applied
     d = m.createData()
     pin.framesForwardKinematics(m, d, s.q0)

@@ -200,25 +200,21 @@ def solver_breakdown(factory, t_end, every=10):
     # numba has no wall clock in nopython mode, so time each part as its own compiled loop.
     @njit
     def loop_solve(args, reps):
-        (v0, A, r, dscale, dt, vs, Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-         lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, tol, reuse, L, stats) = args
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats) = args
         for _ in range(reps):
             v = v0.copy()
-            slv.solve(v, A, r, dscale, dt, vs, Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-                      lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, tol, reuse, L, stats)
+            slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats)
         return stats[0]
 
     @njit
     def loop_cgh(args, reps):
-        (v0, A, r, dscale, dt, vs, Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-         lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, tol, reuse, L, stats) = args
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats) = args
         nv = v0.shape[0]
         grad = np.empty(nv)
         H = np.empty((nv, nv))
         s = 0.0
         for _ in range(reps):
-            s += cgh(v0, A, r, dt, vs, Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-                     lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, grad, H, True)
+            s += cgh(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
         return s, grad, H
 
     @njit
@@ -238,8 +234,8 @@ def solver_breakdown(factory, t_end, every=10):
 
     @njit
     def loop_ls(args, p, dl0, reps):
-        (v0, A, r, dscale, dt, vs, Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-         lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, tol, reuse, L, stats) = args
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats) = args
+        Jc, cols, ncols, nc = contacts[0], contacts[1], contacts[2], contacts[10]
         vc = np.empty((nc, 3))
         uc = np.empty((nc, 3))
         it = 0
@@ -247,8 +243,7 @@ def solver_breakdown(factory, t_end, every=10):
         for _ in range(reps):
             cvel(v0, Jc, cols, ncols, nc, vc)
             cvel(p, Jc, cols, ncols, nc, uc)
-            a, k = ls(v0, p, A, r, vc, uc, dt, vs, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-                      lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, dl0)
+            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, dl0)
             s += a
             it = k
         return s, it
@@ -263,7 +258,7 @@ def solver_breakdown(factory, t_end, every=10):
     nv_seen, nc_seen = [], []
     for args, stats_after in samples:
         args = tuple(args)
-        nc = int(args[16])
+        nc = int(args[6][10])
         nv = args[0].shape[0]
         nv_seen.append(nv)
         nc_seen.append(nc)

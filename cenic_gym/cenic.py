@@ -22,6 +22,7 @@ from numba import njit
 from . import solver as slv
 from .contact import DEFAULT_MARGIN, ContactQuery, compute_kinematics
 from .icf import contact_impulse, contact_lagged_params
+from .model import is_free_body_joint
 
 # Step-size controller constants (CENIC §V-F)
 K_INIT = 0.1
@@ -48,6 +49,129 @@ def mass_matrix_terms(M_upper):
         diag[i] = M_upper[i, i]
         dscale[i] = 1.0 / math.sqrt(M_upper[i, i])
     return M, diag, dscale
+
+
+@njit(cache=True)
+def state_terms(M_upper, v, q, contacts, vs, limit_q, limit_v, cpl_q0, cpl_q1, cpl_v0, cpl_v1, cpl_ratio, cpl_offset):
+    """Everything of x^n the convex problems of all step sizes share (one numba call per state).
+
+    Returns M (symmetric), D = diag(M)^(-1/2), the lagged contact terms (μ, f_n0, Delassus estimate w; ICF §VI),
+    the limit pool's c^n and m = 1/W_ii ≈ M_jj (erratum E3) and the coupler pool's c^n = q0 − ρ q1 − offset and
+    m = 1/(1/M_00 + ρ²/M_11) (physics-notes §2.8)."""
+    Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, nc = contacts
+    M, diag, dscale = mass_matrix_terms(M_upper)
+    mu = np.empty(nc)
+    fn0 = np.empty(nc)
+    w = np.empty(nc)
+    contact_lagged_params(v, Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, 1.0 / diag, vs, nc, mu, fn0, w)
+    nl = limit_q.shape[0]
+    lc = np.empty(nl)
+    lm = np.empty(nl)
+    for i in range(nl):
+        lc[i] = q[limit_q[i]]
+        lm[i] = diag[limit_v[i]]
+    ncp = cpl_q0.shape[0]
+    kc = np.empty(ncp)
+    km = np.empty(ncp)
+    for i in range(ncp):
+        rho = cpl_ratio[i]
+        kc[i] = q[cpl_q0[i]] - rho * q[cpl_q1[i]] - cpl_offset[i]
+        km[i] = 1.0 / (1.0 / diag[cpl_v0[i]] + rho * rho / diag[cpl_v1[i]])
+    return M, dscale, mu, fn0, w, lc, lm, kc, km
+
+
+INTEGRATE_VECTOR, INTEGRATE_FREE_BODY = 0, 1
+
+
+@njit(cache=True)
+def integrate_q(q, v, dt, kind, iq, iv, nq, out):
+    """out = q ⊕ δt v (CENIC eq. 12) for vector-space joints (q̇ = v: revolute, prismatic, translation) and free
+    bodies (:func:`~cenic_gym.model.free_body_joint`: p += δt v_world, quaternion (x, y, z, w) ← quat ⊗ exp(δt ω_body),
+    renormalised) — the same maps as ``pin.integrate`` for these joints."""
+    for j in range(kind.shape[0]):
+        a = iq[j]
+        b = iv[j]
+        if kind[j] == INTEGRATE_VECTOR:
+            for i in range(nq[j]):
+                out[a + i] = q[a + i] + dt * v[b + i]
+        else:
+            for i in range(3):
+                out[a + i] = q[a + i] + dt * v[b + i]
+            wx, wy, wz = dt * v[b + 3], dt * v[b + 4], dt * v[b + 5]
+            th = math.sqrt(wx * wx + wy * wy + wz * wz)
+            if th < 1e-6:
+                sc = 0.5 - th * th / 48.0
+                cc = 1.0 - th * th / 8.0
+            else:
+                sc = math.sin(0.5 * th) / th
+                cc = math.cos(0.5 * th)
+            ex, ey, ez, ew = sc * wx, sc * wy, sc * wz, cc
+            x, y, z, w = q[a + 3], q[a + 4], q[a + 5], q[a + 6]
+            rx = w * ex + x * ew + y * ez - z * ey
+            ry = w * ey - x * ez + y * ew + z * ex
+            rz = w * ez + x * ey - y * ex + z * ew
+            rw = w * ew - x * ex - y * ey - z * ez
+            n = math.sqrt(rx * rx + ry * ry + rz * rz + rw * rw)
+            out[a + 3] = rx / n
+            out[a + 4] = ry / n
+            out[a + 5] = rz / n
+            out[a + 6] = rw / n
+
+
+@njit(cache=True)
+def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
+             totals, integrate, int_kind, int_iq, int_iv, int_nq, v, q_out):
+    """One ICF step of size dt (CENIC eq. 21) from x^n = (q, v0): A = M + δt D, r = M v0 − δt (k − τ) (``bias``),
+    solve ℓ from the warm start in ``v`` (overwritten by v^{n+1}), then (if ``integrate``) q_out = q ⊕ δt v^{n+1}.
+
+    ``totals`` accumulates [solves, Newton iterations, line-search iterations, factorizations, failures].
+    Returns True when the solve converged."""
+    nv = v0.shape[0]
+    A = M.copy()
+    for a in range(nv):
+        A[a, a] += dt * damping[a]
+    r = M @ v0
+    for a in range(nv):
+        r[a] -= dt * bias[a]
+    slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats)
+    ok = stats[slv.CONVERGED] == 1
+    totals[0] += 1
+    totals[1] += stats[slv.NEWTON_ITERS]
+    totals[2] += stats[slv.LS_ITERS]
+    totals[3] += stats[slv.FACTORIZATIONS]
+    if not ok:
+        totals[4] += 1
+    elif integrate:
+        integrate_q(q, v, dt, int_kind, int_iq, int_iv, int_nq, q_out)
+    return ok
+
+
+@njit(cache=True)
+def icf_full_and_half(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers,
+                      tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half):
+    """The two solves of a step-doubling attempt that start from x^n (CENIC §V-A): the full step (warm start v^n)
+    and the first half step (warm start ½(v^n + v̂^{n+1})). Returns (full converged, half converged)."""
+    kind, iq, iv, nq = plan
+    v_full[:] = v0
+    if not icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse, L,
+                    stats, totals, integrate, kind, iq, iv, nq, v_full, q_full):
+        return False, False
+    for a in range(v0.shape[0]):
+        v_half[a] = 0.5 * (v0[a] + v_full[a])
+    ok = icf_step(q, v0, M, bias, damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half, couplers, tol, reuse,
+                  L, stats, totals, integrate, kind, iq, iv, nq, v_half, q_half)
+    return True, ok
+
+
+@njit(cache=True)
+def max_abs_diff(a, b):
+    """‖a − b‖_∞ (0 for empty vectors); NaN propagates as inf."""
+    e = 0.0
+    for i in range(a.shape[0]):
+        d = abs(a[i] - b[i])
+        if not d <= e:
+            e = d if math.isfinite(d) else math.inf
+    return e
 
 
 class SimulationError(RuntimeError):
@@ -92,28 +216,29 @@ class IntegratorStats:
 
 @dataclass
 class StateCache:
-    """Everything an ICF step needs from x^n that does not depend on δt (geometry, dynamics, lagged terms)."""
+    """Everything an ICF step needs from x^n that does not depend on δt: geometry, dynamics, the lagged terms and
+    the constraint pools of :func:`cenic_gym.solver.solve` (the gain pool is built per solve, it depends on δt)."""
 
     query: ContactQuery
     q: np.ndarray = None
     v: np.ndarray = None
-    M: np.ndarray = None
-    nle: np.ndarray = None
-    tau: np.ndarray = None
-    dscale: np.ndarray = None
-    contacts: object = None
-    mu: np.ndarray = None
-    fn0: np.ndarray = None
-    w: np.ndarray = None
-    limit_c: np.ndarray = None
-    limit_m: np.ndarray = None
     t: float = 0.0
+    M: np.ndarray = None
+    bias: np.ndarray = None  # k(q, v) − τ_explicit [N, N m]
+    dscale: np.ndarray = None
+    contacts: object = None  # ContactSet
+    contact_pool: tuple = None
+    limit_pool: tuple = None
+    coupler_pool: tuple = None
     valid: bool = False
 
 
-def adjust_step_size(dt, err, accuracy, min_step, max_step):
+def adjust_step_size(dt, err, accuracy, min_step, max_step, order=ERROR_ORDER):
     """CENIC Alg. 1 AdjustStepSize with the dead band (erratum E9) and Drake's safeguards.
 
+    ``accuracy`` is the tolerance for this step's error estimate and ``order`` the power of δt in the ratio
+    err/tolerance: 2 for CENIC's error per step (e ≈ c δt²), 1 for error per unit step (tolerance ε δt), where
+    δt_new = k_safe δt (ε δt / e) keeps e/δt ≈ ε, so the global error is O(ε) rather than O(ε^½).
     Returns (new_dt, accepted)."""
     if not math.isfinite(err):
         return max(K_MIN_SHRINK * dt, min_step), False
@@ -121,7 +246,7 @@ def adjust_step_size(dt, err, accuracy, min_step, max_step):
     if err == 0.0:
         new = K_MAX_GROW * dt
     else:
-        new = K_SAFE * dt * (accuracy / err) ** (1.0 / ERROR_ORDER)
+        new = K_SAFE * dt * (accuracy / err) ** (1.0 / order)
     if K_LOW * dt < new < K_HIGH * dt:  # dead band
         new = dt
     if new > dt:
@@ -137,7 +262,9 @@ def adjust_step_size(dt, err, accuracy, min_step, max_step):
 class CenicIntegrator:
     """Error-controlled (or fixed-step) ICF integration of a :class:`~cenic_gym.model.MultibodySystem`.
 
-    accuracy:  ε_acc, the target local position error per step [m or rad] (CENIC §V-E).
+    accuracy:  ε_acc, the target position error [m or rad] (CENIC §V-E): per step by default; with
+               ``error_per_unit_step=True`` the error per step must stay below ε·δt/(1 s), which makes the global
+               error O(ε) instead of O(ε^½) (see :func:`adjust_step_size`).
     max_step:  δt_max [s]; the first step is K_INIT δt_max.
     fixed_step: None for error control, else δt [s] of plain ICF steps.
     min_step:  below this δt a rejected step raises :class:`SimulationError` instead of looping.
@@ -148,7 +275,7 @@ class CenicIntegrator:
 
     def __init__(self, system, accuracy=1e-3, max_step=0.1, fixed_step=None, min_step=1e-9,
                  contact_margin=DEFAULT_MARGIN, hessian_reuse=False, newton_kappa=NEWTON_KAPPA,
-                 generalized_force=None, gains=None):
+                 generalized_force=None, gains=None, error_per_unit_step=False):
         self.system = system
         self.model = system.model
         self.data = system.model.createData()
@@ -158,24 +285,54 @@ class CenicIntegrator:
         self.min_step = float(min_step)
         self.hessian_reuse = bool(hessian_reuse)
         self.newton_kappa = float(newton_kappa)
+        self.error_per_unit_step = bool(error_per_unit_step)
         self.generalized_force = generalized_force
         self.gains = gains
         self.vs = float(system.stiction_tolerance)
-        self.damping = np.asarray(system.model.damping, dtype=float).copy()
-        self.has_damping = bool(self.damping.any())  # implicit joint damping: A = M + δt D
+        self.damping = np.asarray(system.model.damping, dtype=float).copy()  # implicit: A = M + δt D
         self.start = StateCache(ContactQuery(system, contact_margin))
         self.mid = StateCache(ContactQuery(system, contact_margin))
         nv = system.nv
         self._L = np.zeros((nv, nv))
-        self._stats = np.zeros(4, dtype=np.int64)
+        self._solve_stats = np.zeros(4, dtype=np.int64)
+        self._totals = np.zeros(5, dtype=np.int64)  # solves, Newton, line search, factorizations, failures
         self._no_gain = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
-        self.stats = IntegratorStats()
+        self._couplers = (system.coupler_q0, system.coupler_q1, system.coupler_v0, system.coupler_v1,
+                          system.coupler_ratio, system.coupler_offset)
+        self._integration_plan()
+        self._stats = IntegratorStats()
         self.q = system.q0.copy()
         self.v = system.v0.copy()
         self.t = 0.0
         self.dt = self.fixed_step if self.fixed_step is not None else K_INIT * self.max_step
         self.last_solution = None  # (cache, v, dt) of the last accepted solve, for contact results
-        self.history = None  # list of (t, dt, accepted) when recording
+        self.history = None  # list of (t, dt, accepted, error) when recording
+
+    def _integration_plan(self):
+        """Per-joint integration kinds for :func:`integrate_q`; ``pin.integrate`` for any other joint type."""
+        m = self.model
+        kind, iq, iv, nq = [], [], [], []
+        self._numba_integrate = True
+        for j in range(1, m.njoints):
+            if is_free_body_joint(m.joints[j]):
+                kind.append(INTEGRATE_FREE_BODY)
+            elif m.nqs[j] == m.nvs[j]:
+                kind.append(INTEGRATE_VECTOR)
+            else:
+                self._numba_integrate = False
+                kind.append(-1)
+            iq.append(m.idx_qs[j])
+            iv.append(m.idx_vs[j])
+            nq.append(m.nqs[j])
+        self._int_plan = tuple(np.array(x, dtype=np.int64) for x in (kind, iq, iv, nq))
+
+    @property
+    def stats(self) -> IntegratorStats:
+        """Counters so far (the solver counters live in a numba-side array and are copied in here)."""
+        st = self._stats
+        st.solves, st.newton_iters, st.line_search_iters, st.factorizations, st.solver_failures = (
+            int(x) for x in self._totals)
+        return st
 
     # ----------------------------------------------------------------------------------------------------------
     def invalidate(self):
@@ -183,63 +340,77 @@ class CenicIntegrator:
         self.last_solution = None
 
     def _prepare(self, cache, q, v, t, lookahead):
-        """Geometry, dynamics and lagged contact terms at (q, v); speculative contacts for ``lookahead`` [s]."""
+        """Geometry, dynamics and lagged terms at (q, v); speculative contacts for ``lookahead`` [s]."""
         s = self.system
         m, d = self.model, self.data
         t0 = time.perf_counter()
         Jw = compute_kinematics(m, d, q)
         cs = cache.query.query(q, v, d, Jw, lookahead)
         t1 = time.perf_counter()
-        cache.M, diag, cache.dscale = mass_matrix_terms(pin.crba(m, d, q))
-        cache.nle = pin.nonLinearEffects(m, d, q, v).copy()
-        cache.tau = None if self.generalized_force is None else np.asarray(self.generalized_force(t, q, v), dtype=float)
-        n = cs.n
-        cache.mu = np.empty(n)
-        cache.fn0 = np.empty(n)
-        cache.w = np.empty(n)
-        contact_lagged_params(v, cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
-                              cs.mu_static, cs.mu_dynamic, 1.0 / diag, self.vs, n, cache.mu, cache.fn0, cache.w)
-        cache.limit_c = q[s.limit_q]
-        cache.limit_m = diag[s.limit_v]  # W_ii ≈ 1/M_jj (Drake; erratum E3)
+        cpl = self._couplers
+        M, cache.dscale, mu, fn0, w, lc, lm, kc, km = state_terms(
+            pin.crba(m, d, q), v, q,
+            (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation, cs.mu_static,
+             cs.mu_dynamic, cs.n),
+            self.vs, s.limit_q, s.limit_v, cpl[0], cpl[1], cpl[2], cpl[3], cpl[4], cpl[5])
+        bias = pin.nonLinearEffects(m, d, q, v).copy()
+        if self.generalized_force is not None:
+            bias -= np.asarray(self.generalized_force(t, q, v), dtype=float)
+        cache.M, cache.bias = M, bias
         cache.contacts = cs
-        cache.q = q
-        cache.v = v
-        cache.t = t
+        cache.contact_pool = (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation, mu, fn0, w,
+                              cs.n)
+        cache.limit_pool = (s.limit_v, lc, s.limit_lower, s.limit_upper, lm)
+        cache.coupler_pool = (cpl[2], cpl[3], cpl[4], kc, km)
+        cache.q, cache.v, cache.t = q, v, t
         cache.valid = True
         t2 = time.perf_counter()
-        self.stats.geometry_queries += 1
-        self.stats.wall_geometry += t1 - t0
-        self.stats.wall_dynamics += t2 - t1
+        st = self._stats
+        st.geometry_queries += 1
+        st.wall_geometry += t1 - t0
+        st.wall_dynamics += t2 - t1
+
+    def _gain_pool(self, cache, dt):
+        if self.gains is None:
+            return self._no_gain
+        idx, c, b, e = self.gains(cache.t, cache.q, cache.v, dt)
+        return (np.asarray(idx, dtype=np.int64), np.asarray(c, dtype=float), np.asarray(b, dtype=float),
+                np.asarray(e, dtype=float))
 
     def _icf(self, cache, dt, v_guess):
         """One ICF step of size dt from the cached state. Returns (q_next, v_next, converged)."""
-        s = self.system
         t0 = time.perf_counter()
-        A = cache.M + np.diag(dt * self.damping) if self.has_damping else cache.M
-        rhs = cache.nle if cache.tau is None else cache.nle - cache.tau
-        r = cache.M @ cache.v - dt * rhs
-        gidx, gc, gb, ge = self._no_gain if self.gains is None else self.gains(cache.t, cache.q, cache.v, dt)
-        cs = cache.contacts
         v = np.array(v_guess, dtype=float)
-        slv.solve(v, A, r, cache.dscale, dt, self.vs,
-                  cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation, cache.mu, cache.fn0,
-                  cache.w, cs.n, s.limit_v, cache.limit_c, s.limit_lower, s.limit_upper, cache.limit_m,
-                  gidx, gc, gb, ge, self._tolerance(), self.hessian_reuse, self._L, self._stats)
-        st = self.stats
-        st.solves += 1
-        st.newton_iters += int(self._stats[slv.NEWTON_ITERS])
-        st.line_search_iters += int(self._stats[slv.LS_ITERS])
-        st.factorizations += int(self._stats[slv.FACTORIZATIONS])
-        ok = bool(self._stats[slv.CONVERGED])  # converged implies finite (the solver checks every norm)
+        q_next = np.empty_like(cache.q)
+        kind, iq, iv, nq = self._int_plan
+        ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
+                      cache.contact_pool, cache.limit_pool, self._gain_pool(cache, dt), cache.coupler_pool,
+                      self._tolerance(), self.hessian_reuse, self._L, self._solve_stats, self._totals,
+                      self._numba_integrate, kind, iq, iv, nq, v, q_next)
         if not ok:
-            st.solver_failures += 1
-        q_next = self.integrate(cache.q, v, dt) if ok else cache.q
-        st.wall_solver += time.perf_counter() - t0
+            q_next = cache.q  # converged implies finite (the solver checks every norm)
+        elif not self._numba_integrate:
+            q_next = pin.integrate(self.model, cache.q, dt * v)
+        self._stats.wall_solver += time.perf_counter() - t0
         return q_next, v, ok
 
-    def integrate(self, q, v, dt):
-        """q^{n+1} = q^n ⊕ δt v (CENIC eq. 12); quaternions stay unit (exponential map)."""
-        return pin.integrate(self.model, q, dt * v)
+    def _full_and_half(self, cache, dt):
+        """Full step and first half step from x^n. Returns (q_full, v_full, q_half, v_half, both converged)."""
+        t0 = time.perf_counter()
+        nq, nv = cache.q.shape[0], cache.v.shape[0]
+        q_full, v_full, q_half, v_half = np.empty(nq), np.empty(nv), np.empty(nq), np.empty(nv)
+        ok_full, ok_half = icf_full_and_half(
+            cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale, cache.contact_pool,
+            cache.limit_pool, self._gain_pool(cache, dt), self._gain_pool(cache, 0.5 * dt), cache.coupler_pool,
+            self._tolerance(), self.hessian_reuse, self._L, self._solve_stats, self._totals, self._numba_integrate,
+            self._int_plan, v_full, q_full, v_half, q_half)
+        if not self._numba_integrate:
+            if ok_full:
+                q_full = pin.integrate(self.model, cache.q, dt * v_full)
+            if ok_half:
+                q_half = pin.integrate(self.model, cache.q, 0.5 * dt * v_half)
+        self._stats.wall_solver += time.perf_counter() - t0
+        return q_full, v_full, q_half, v_half, ok_full and ok_half
 
     def _tolerance(self):
         if self.fixed_step is not None:
@@ -257,8 +428,8 @@ class CenicIntegrator:
             if not self.start.valid:
                 self._prepare(self.start, self.q, self.v, self.t, dt)
                 if self.start.contacts.n:
-                    self.stats.min_signed_distance = min(self.stats.min_signed_distance,
-                                                         float(self.start.contacts.phi.min()))
+                    self._stats.min_signed_distance = min(self._stats.min_signed_distance,
+                                                          float(self.start.contacts.phi.min()))
             if self.fixed_step is not None:
                 q1, v1, ok = self._icf(self.start, dt, self.v)
                 if not ok:
@@ -267,28 +438,25 @@ class CenicIntegrator:
                         f"did not converge in {slv.MAX_NEWTON_ITERATIONS} iterations)")
                 self._accept(q1, v1, dt, self.start)
                 return dt
-            q_full, v_full, ok_full = self._icf(self.start, dt, self.v)
-            ok = ok_full
+            q_full, v_full, q_half, v_half, ok = self._full_and_half(self.start, dt)
             err = math.inf
-            if ok_full:
-                q_half, v_half, ok_h1 = self._icf(self.start, 0.5 * dt, 0.5 * (self.v + v_full))
-                ok = ok_h1
-                if ok_h1:
-                    self._prepare(self.mid, q_half, v_half, self.t + 0.5 * dt, 0.5 * dt)
-                    q1, v1, ok_h2 = self._icf(self.mid, 0.5 * dt, v_full)
-                    ok = ok_h2
-                    if ok_h2:
-                        err = float(np.max(np.abs(q1 - q_full))) if q1.size else 0.0
-            new_dt, accepted = adjust_step_size(dt, err, self.accuracy, self.min_step, self.max_step)
+            if ok:
+                self._prepare(self.mid, q_half, v_half, self.t + 0.5 * dt, 0.5 * dt)
+                q1, v1, ok = self._icf(self.mid, 0.5 * dt, v_full)
+                if ok:
+                    err = max_abs_diff(q1, q_full)
+            tol = self.accuracy * dt if self.error_per_unit_step else self.accuracy
+            new_dt, accepted = adjust_step_size(dt, err, tol, self.min_step, self.max_step,
+                                                ERROR_ORDER - 1 if self.error_per_unit_step else ERROR_ORDER)
             if self.history is not None:
                 self.history.append((self.t, dt, accepted, err))
             if accepted:
                 self._accept(q1, v1, dt, self.mid)
                 self.dt = max(new_dt, dt_nominal) if clipped else new_dt
                 return dt
-            self.stats.rejected += 1
+            self._stats.rejected += 1
             if dt <= self.min_step * (1 + 1e-12):
-                reason = "non-finite solve" if not ok else f"error {err:.3g} > accuracy {self.accuracy:.3g}"
+                reason = "non-finite solve" if not ok else f"error {err:.3g} > tolerance {tol:.3g}"
                 raise SimulationError(
                     f"CENIC cannot meet accuracy={self.accuracy:g} at t={self.t:.6g} s: {reason} at the minimum step "
                     f"min_step={self.min_step:g} s")
@@ -297,15 +465,17 @@ class CenicIntegrator:
     def _accept(self, q1, v1, dt, cache):
         if not math.isfinite(float(q1 @ q1 + v1 @ v1)):
             raise SimulationError(f"non-finite state after an accepted step at t={self.t:.6g} s")
-        self.last_solution = (cache, v1.copy(), dt if cache is self.start else 0.5 * dt)
+        self.last_solution = (cache, v1, dt if cache is self.start else 0.5 * dt)
         self.q = q1
         self.v = v1
         self.t += dt
         self.start.valid = False
-        st = self.stats
+        st = self._stats
         st.accepted += 1
-        st.min_dt = min(st.min_dt, dt)
-        st.max_dt = max(st.max_dt, dt)
+        if dt < st.min_dt:
+            st.min_dt = dt
+        if dt > st.max_dt:
+            st.max_dt = dt
         st.sim_time += dt
 
     def advance_to(self, t_end):
@@ -315,7 +485,7 @@ class CenicIntegrator:
                 self.step(t_end)
             self.t = max(self.t, t_end)  # the last step is clipped to land on t_end; absorb round-off
         finally:
-            self.stats.wall_total += time.perf_counter() - t0
+            self._stats.wall_total += time.perf_counter() - t0
 
     # ----------------------------------------------------------------------------------------------------------
     def contact_results(self):
@@ -326,12 +496,13 @@ class CenicIntegrator:
             return dict(point=z, normal=z, phi=np.zeros(0), force=z, geom_a=np.zeros(0, int), geom_b=np.zeros(0, int))
         cache, v, dt = self.last_solution
         cs = cache.contacts
+        mu, fn0, w = cache.contact_pool[7:10]
         force = np.zeros((cs.n, 3))
         vc = np.zeros((cs.n, 3))
         slv.constraint_velocities(v, cs.Jc, cs.cols, cs.ncols, cs.n, vc)
         for i in range(cs.n):
-            contact_impulse(vc[i], cs.normal[i], dt, cs.phi[i], cs.stiffness[i], cs.dissipation[i], cache.mu[i],
-                            cache.fn0[i], cache.w[i], self.vs, force[i])
+            contact_impulse(vc[i], cs.normal[i], dt, cs.phi[i], cs.stiffness[i], cs.dissipation[i], mu[i],
+                            fn0[i], w[i], self.vs, force[i])
         force /= dt
         return dict(point=cs.point.copy(), normal=cs.normal.copy(), phi=cs.phi.copy(), force=force,
                     geom_a=cs.geom_a.copy(), geom_b=cs.geom_b.copy())

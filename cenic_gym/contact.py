@@ -141,33 +141,43 @@ class ContactQuery:
         self._fallback = np.zeros(len(s.pairs), dtype=np.int64)
         self._pair_margin = np.zeros(len(s.pairs))
         self.geom_speed = np.zeros(ng)
-
-    def update_poses(self, q, data):
-        """Joint and geometry world poses at q. ``data`` must hold forward kinematics at q."""
-        s = self.system
-        joint_poses_from_q(q, s.joint_kind, s.joint_idx_q, self.joint_R, self.joint_p)
-        for j in s.general_joints:
-            M = data.oMi[j]
-            self.joint_R[j] = M.rotation
-            self.joint_p[j] = M.translation
-        geometry_poses(self.joint_R, self.joint_p, s.geom_joint, s.geom_R, s.geom_p, self.geom_Rw, self.geom_pw)
+        # everything _query_kernel needs besides (q, v, Jw, lookahead), passed as one tuple
+        self.kernel_args = (
+            s.joint_kind, s.joint_idx_q, s.joint_cols, s.joint_ncols, self.joint_R, self.joint_p,
+            s.geom_joint, s.geom_R, s.geom_p, s.geom_bound, self.geom_Rw, self.geom_pw, self.geom_speed,
+            s.pairs, s.geom_type, s.geom_size, s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, self.margin,
+            self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb,
+            self._k, self._d, self._mus, self._mud, self._fallback, self._pair_margin, self._Jc, self._cols, self._ncols)
 
     def query(self, q, v, data, Jw, lookahead=0.0):
         """Contacts at q. ``data`` must hold ``pin.computeJointJacobians(model, data, q)`` whose world Jacobian
         is ``Jw`` (6, nv); v (nv,) and ``lookahead`` [s] widen each pair's speculative margin by the distance its
         bodies can travel in that time. Returns a ContactSet of views into this workspace (valid until the next
         query)."""
+        self.sync_joint_poses(data)
+        n, n_fallback = _query_kernel(q, v, Jw, float(lookahead), self.kernel_args)
+        if n_fallback:
+            n = self.coal_fallback(n, Jw)
+        return self.contact_set(n)
+
+    def sync_joint_poses(self, data):
+        """Copy the poses of joints that are not a simple function of q (robot links) from Pinocchio's data."""
+        for j in self.system.general_joints:
+            M = data.oMi[j]
+            self.joint_R[j] = M.rotation
+            self.joint_p[j] = M.translation
+
+    def coal_fallback(self, n, Jw):
+        """Append the contacts of the pairs the kernel flagged for coal (and their Jacobians); returns the new n."""
         s = self.system
-        self.update_poses(q, data)
-        geometry_speeds(Jw, v, s.joint_cols, s.joint_ncols, s.geom_joint, self.geom_pw, s.geom_bound, self.geom_speed)
-        n = find_contacts(s.pairs, s.geom_type, s.geom_size, self.geom_Rw, self.geom_pw, s.geom_bound, s.geom_joint,
-                          s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, self.margin, self.geom_speed, float(lookahead),
-                          self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb,
-                          self._k, self._d, self._mus, self._mud, self._fallback, self._pair_margin)
-        if s.pairs.shape[0] and self._fallback.any():
-            n = self._coal_pairs(n)
-        contact_jacobians(Jw, s.joint_cols, s.joint_ncols, self._ja, self._jb, self._p, n,
-                          self._Jc, self._cols, self._ncols)
+        n0 = n
+        n = self._coal_pairs(n)
+        contact_jacobians(Jw, s.joint_cols, s.joint_ncols, self._ja[n0:], self._jb[n0:], self._p[n0:], n - n0,
+                          self._Jc[n0:], self._cols[n0:], self._ncols[n0:])
+        return n
+
+    def contact_set(self, n):
+        """The first n contacts of the workspace as a ContactSet of views (valid until the next query)."""
         return ContactSet(n, self._p[:n], self._n[:n], self._phi[:n], self._ga[:n], self._gb[:n], self._ja[:n],
                           self._jb[:n], self._k[:n], self._d[:n], self._mus[:n], self._mud[:n], self._Jc[:n],
                           self._cols[:n], self._ncols[:n])
@@ -193,6 +203,25 @@ class ContactQuery:
             self._k[sl], self._d[sl], self._mus[sl], self._mud[sl] = k, d, mus, mud
             n += m
         return n
+
+
+@njit(cache=True)
+def _query_kernel(q, v, Jw, lookahead, args):
+    """One numba call per query: poses, speed bounds, broad + narrow phase and the contact Jacobians of the
+    numba-handled pairs (``args`` = ContactQuery.kernel_args). Returns (contacts, pairs left to coal)."""
+    (joint_kind, joint_idx_q, joint_cols, joint_ncols, joint_R, joint_p,
+     geom_joint, geom_R, geom_p, geom_bound, geom_Rw, geom_pw, geom_speed,
+     pairs, gtype, gsize, gk, gd, gmus, gmud, margin,
+     out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb, out_k, out_d, out_mus, out_mud,
+     fallback, pair_margin, Jc, cols, ncols) = args
+    joint_poses_from_q(q, joint_kind, joint_idx_q, joint_R, joint_p)
+    geometry_poses(joint_R, joint_p, geom_joint, geom_R, geom_p, geom_Rw, geom_pw)
+    geometry_speeds(Jw, v, joint_cols, joint_ncols, geom_joint, geom_pw, geom_bound, geom_speed)
+    n = find_contacts(pairs, gtype, gsize, geom_Rw, geom_pw, geom_bound, geom_joint, gk, gd, gmus, gmud, margin,
+                      geom_speed, lookahead, out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb,
+                      out_k, out_d, out_mus, out_mud, fallback, pair_margin)
+    contact_jacobians(Jw, joint_cols, joint_ncols, out_ja, out_jb, out_p, n, Jc, cols, ncols)
+    return n, np.count_nonzero(fallback)
 
 
 def compute_kinematics(model, data, q):

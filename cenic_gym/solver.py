@@ -5,8 +5,9 @@ pools of :mod:`cenic_gym.icf`, a dense Cholesky factorization (n_v is small for 
 (safeguarded Newton–Raphson on ℓ'(α) with bisection fallback and the cubic Hermite initial guess, CENIC §VI-D), and
 the convergence tests (32)–(34) on the diag(M)^(-1/2)-scaled norms. Hessian reuse (CENIC eq. 35) is optional.
 
-The problem is passed as flat arrays (see :class:`ProblemArrays` for their meaning); the solution is written into
-``v`` in place and a small integer array of statistics is filled:
+The problem is ``A, r`` plus one tuple of flat arrays per constraint pool (contacts, joint limits, effort-limited
+gains, couplers; see :func:`solve`); the solution is written into ``v`` in place and a small integer array of
+statistics is filled:
 ``stats = [newton_iterations, line_search_iterations, factorizations, converged (1/0)]``.
 """
 from __future__ import annotations
@@ -45,11 +46,12 @@ def constraint_velocities(v, Jc, cols, ncols, nc, out):
 
 
 @njit(cache=True)
-def cost_gradient_hessian(v, A, r, dt, vs,
-                          Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-                          lidx, lc, llo, lhi, lm, gidx, gc, gb, ge,
-                          grad, H, want_hess):
-    """ℓ(v); writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H. Returns ℓ."""
+def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, want_hess):
+    """ℓ(v); writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H. Returns ℓ. Pools as in :func:`solve`."""
+    Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc = contacts
+    lidx, lc, llo, lhi, lm = limits
+    gidx, gc, gb, ge = gains
+    ki0, ki1, kratio, kc, km = couplers
     nv = v.shape[0]
     Av = A @ v
     cost = 0.5 * (v @ Av) - r @ v
@@ -93,14 +95,29 @@ def cost_gradient_hessian(v, A, r, dt, vs,
         grad[col] += g
         if want_hess:
             H[col, col] += h
+    for i in range(ki0.shape[0]):  # couplers: c = q_i0 − ρ q_i1 − offset = 0, ċ = v_i0 − ρ v_i1
+        a = ki0[i]
+        b = ki1[i]
+        rho = kratio[i]
+        c, g, h = limit_cost(v[a] - rho * v[b], kc[i], 0.0, 0.0, km[i], dt)
+        cost += c
+        grad[a] += g
+        grad[b] -= rho * g
+        if want_hess:
+            H[a, a] += h
+            H[a, b] -= rho * h
+            H[b, a] -= rho * h
+            H[b, b] += rho * rho * h
     return cost
 
 
 @njit(cache=True)
-def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs,
-               normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-               lidx, lc, llo, lhi, lm, gidx, gc, gb, ge):
+def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs, contacts, limits, gains, couplers):
     """ℓ(v + α p), dℓ/dα, d²ℓ/dα² in time linear in the number of constraints."""
+    _, _, _, normal, phi0, ck, cd, cmu, cfn0, cw, nc = contacts
+    lidx, lc, llo, lhi, lm = limits
+    gidx, gc, gb, ge = gains
+    ki0, ki1, kratio, kc, km = couplers
     f = 0.5 * quad_a * alpha * alpha + quad_b * alpha + quad_c
     d1 = quad_a * alpha + quad_b
     d2 = quad_a
@@ -124,6 +141,14 @@ def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs,
         f += c
         d1 += g * p[col]
         d2 += h * p[col] * p[col]
+    for i in range(ki0.shape[0]):
+        a = ki0[i]
+        b = ki1[i]
+        u = p[a] - kratio[i] * p[b]
+        c, g, h = limit_cost(v[a] - kratio[i] * v[b] + alpha * u, kc[i], 0.0, 0.0, km[i], dt)
+        f += c
+        d1 += g * u
+        d2 += h * u * u
     return f, d1, d2
 
 
@@ -156,14 +181,13 @@ def _cubic_guess(l0, l1, d0, d1, amax):
 
 
 @njit(cache=True)
-def exact_line_search(v, p, A, r, vc, uc, dt, vs, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-                      lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, dl0):
+def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, dl0):
     """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations)."""
     Ap = A @ p
     qa = p @ Ap
     qb = v @ Ap - r @ p
     qc = 0.5 * (v @ (A @ v)) - r @ v
-    args = (normal, phi0, ck, cd, cmu, cfn0, cw, nc, lidx, lc, llo, lhi, lm, gidx, gc, gb, ge)
+    args = (contacts, limits, gains, couplers)
     l0, _, _ = _line_eval(0.0, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
     amax = ALPHA_MAX
     l1, d1, _ = _line_eval(amax, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
@@ -223,16 +247,19 @@ def _cholesky_solve(L, b):
 
 
 @njit(cache=True)
-def solve(v, A, r, dscale, dt, vs,
-          Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-          lidx, lc, llo, lhi, lm, gidx, gc, gb, ge,
-          tol, reuse_hessian, L, stats):
-    """Minimise ℓ from the warm start ``v`` (overwritten with the solution).
+def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, stats):
+    """Minimise ℓ(v) = ½ vᵀA v − rᵀv + Σ pools from the warm start ``v`` (overwritten with the solution).
+
+    Constraint pools (tuples of flat arrays, see :class:`ProblemArrays`):
+    contacts = (Jc, cols, ncols, normal, φ0, k, d, μ, f_n0, w, nc); limits = (v index, c^n, lower, upper, m);
+    gains = (v index, c, b, e); couplers = (v index 0, v index 1, ρ, c^n, m).
 
     dscale: diag(M)^(-1/2) (the scaling D of CENIC eq. 32–33). tol: ε_tol of eq. 34.
     reuse_hessian: CENIC eq. 35 (L holds the last factor and must be valid if stats[FACTORIZATIONS] > 0 on entry
     with reuse). Returns nothing; ``stats`` gets the counters and the convergence flag.
     """
+    Jc, cols, ncols = contacts[0], contacts[1], contacts[2]
+    nc = contacts[10]
     nv = v.shape[0]
     grad = np.empty(nv)
     H = np.empty((nv, nv))
@@ -250,8 +277,8 @@ def solve(v, A, r, dscale, dt, vs,
     have_factor = False
     need_factor = True
     for it in range(MAX_NEWTON_ITERATIONS):
-        cost_gradient_hessian(v, A, r, dt, vs, Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-                              lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, grad, H, need_factor or not reuse_hessian)
+        cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H,
+                              need_factor or not reuse_hessian)
         gnorm = 0.0
         for a in range(nv):
             gnorm += (dscale[a] * grad[a]) ** 2
@@ -272,8 +299,7 @@ def solve(v, A, r, dscale, dt, vs,
             continue
         constraint_velocities(v, Jc, cols, ncols, nc, vc)
         constraint_velocities(p, Jc, cols, ncols, nc, uc)
-        alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, normal, phi0, ck, cd, cmu, cfn0, cw, nc,
-                                        lidx, lc, llo, lhi, lm, gidx, gc, gb, ge, dl0)
+        alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, dl0)
         stats[LS_ITERS] += lsit
         stats[NEWTON_ITERS] += 1
         dv = 0.0

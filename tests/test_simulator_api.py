@@ -104,6 +104,37 @@ def test_step_size_controller():
     assert not acc and dt == pytest.approx(1e-3)
     dt, acc = adjust_step_size(0.01, 1e-9, 1e-3, 1e-9, 0.02)
     assert acc and dt == 0.02
+    # error per unit step: tolerance ε δt and a first-order ratio (δt_new = 0.9 δt ε δt / e)
+    dt, acc = adjust_step_size(0.01, 4e-5, 1e-3 * 0.01, 1e-9, 0.1, order=1)
+    assert not acc and dt == pytest.approx(0.9 * 0.01 * 0.25)
+
+
+def test_error_per_unit_step_mode_keeps_error_per_step_below_eps_dt():
+    sim = Simulator(scenes.free_fall(), accuracy=1e-2, error_per_unit_step=True, record=True)
+    sim.advance_to(0.5)
+    acc = [(dt, err) for _, dt, ok, err in sim.history if ok]
+    assert all(err <= 1e-2 * dt for dt, err in acc)
+    # free fall: e = g δt²/4 = ε δt at δt = 4ε/g; the controller settles at 0.9 of it
+    assert np.median([dt for dt, _ in acc][3:-1]) == pytest.approx(0.9 * 4 * 1e-2 / 9.81, rel=0.05)
+
+
+def test_numba_integration_matches_pinocchio():
+    """q ⊕ δt v of the integrator's numba kernel equals pin.integrate for free bodies and robot joints."""
+    import pinocchio as pin
+    from cenic_gym.cenic import CenicIntegrator, integrate_q
+    b = SceneBuilder()
+    b.add_robot("go1", name="go1")
+    b.add_body("ball", Sphere(0.05), mass=1.0, position=(1, 0, 1))
+    sys = b.build()
+    integ = CenicIntegrator(sys)
+    assert integ._numba_integrate
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q = pin.randomConfiguration(sys.model, -np.ones(sys.nq), np.ones(sys.nq))
+        v = rng.normal(size=sys.nv) * 3
+        out = np.empty(sys.nq)
+        integrate_q(q, v, 0.01, *integ._int_plan, out)
+        np.testing.assert_allclose(out, pin.integrate(sys.model, q, 0.01 * v), atol=1e-14)
 
 
 def test_implicit_effort_limited_gain_law():

@@ -354,7 +354,7 @@ def micro_timings(n=20000):
         stmts = [
             ("CenicIntegrator.step (until accepted)", lambda: (setattr(it.start, "valid", False),
                                                                        it.step(it.t + it.dt))),
-            ("CenicIntegrator._prepare", lambda: it._prepare(c, q, v, 0.0, 0.01)),
+            ("CenicIntegrator._prepare", lambda: it._prepare(c, q, v, it.z, 0.0, 0.01)),
             ("  ContactQuery.query", lambda: c.query.query(q, v, d, Jw, 0.01)),
             ("CenicIntegrator._icf", lambda: it._icf(c, 0.01, v)),
             ("  numba solver.solve call (as in the run)", solve_call),

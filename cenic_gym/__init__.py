@@ -3,14 +3,18 @@
 Engine layout (named as in the papers): :mod:`~cenic_gym.model` (multibody system and shapes),
 :mod:`~cenic_gym.contact` / :mod:`~cenic_gym.narrowphase` (geometry -> contacts), :mod:`~cenic_gym.kinematics`
 (contact Jacobians), :mod:`~cenic_gym.icf` (the convex problem's potentials), :mod:`~cenic_gym.solver` (Newton with
-exact line search), :mod:`~cenic_gym.cenic` (the error-controlled integrator), :mod:`~cenic_gym.simulator` (API).
+exact line search), :mod:`~cenic_gym.cenic` (the error-controlled integrator), :mod:`~cenic_gym.external`
+(implicit controllers and force elements), :mod:`~cenic_gym.robots` (robot model files), :mod:`~cenic_gym.simulator`
+(API).
 """
 from .cenic import IntegratorStats, SimulationError
+from .external import ExternalSystem, InverseDynamicsPD, JointPD, JointPID
 from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Coupler, Cylinder, HalfSpace, MultibodySystem, RobotInfo,
                     SceneBuilder, Sphere)
 from .simulator import SimState, Simulator
 
 __version__ = "0.1.0"
 
-__all__ = ["Box", "Capsule", "ContactMaterial", "ConvexMesh", "Coupler", "Cylinder", "HalfSpace", "IntegratorStats",
+__all__ = ["Box", "Capsule", "ContactMaterial", "ConvexMesh", "Coupler", "Cylinder", "ExternalSystem", "HalfSpace",
+           "IntegratorStats", "InverseDynamicsPD", "JointPD", "JointPID",
            "MultibodySystem", "RobotInfo", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere"]

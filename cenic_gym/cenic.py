@@ -22,6 +22,7 @@ from numba import njit
 from . import solver as slv
 from .contact import DEFAULT_MARGIN, ContactQuery, compute_kinematics
 from .icf import contact_impulse, contact_lagged_params
+from .external import ExternalSystems
 from .model import is_free_body_joint
 
 # Step-size controller constants (CENIC §V-F)
@@ -222,6 +223,7 @@ class StateCache:
     query: ContactQuery
     q: np.ndarray = None
     v: np.ndarray = None
+    z: np.ndarray = None  # external systems' states
     t: float = 0.0
     M: np.ndarray = None
     bias: np.ndarray = None  # k(q, v) − τ_explicit [N, N m]
@@ -271,11 +273,13 @@ class CenicIntegrator:
     generalized_force: optional callable (t, q, v) -> τ (nv,) applied explicitly over each step [N, N m].
     gains: optional callable (t, q, v, dt) -> (idx, c, b, e): effort-limited linear control laws
            τ_i = clamp(b − c v_i, ±e) integrated implicitly (CENIC eq. 19–20).
+    external: list of :class:`~cenic_gym.external.ExternalSystem` (controllers, force elements), linearized for
+           every convex solve and integrated implicitly (CENIC §V-C); their states z are not in the error norm.
     """
 
     def __init__(self, system, accuracy=1e-3, max_step=0.1, fixed_step=None, min_step=1e-9,
                  contact_margin=DEFAULT_MARGIN, hessian_reuse=False, newton_kappa=NEWTON_KAPPA,
-                 generalized_force=None, gains=None, error_per_unit_step=False):
+                 generalized_force=None, gains=None, error_per_unit_step=False, external=None):
         self.system = system
         self.model = system.model
         self.data = system.model.createData()
@@ -288,6 +292,8 @@ class CenicIntegrator:
         self.error_per_unit_step = bool(error_per_unit_step)
         self.generalized_force = generalized_force
         self.gains = gains
+        self.external = ExternalSystems(external, system.nv) if external else None
+        self.z = self.external.initial_state() if self.external else np.zeros(0)
         self.vs = float(system.stiction_tolerance)
         self.damping = np.asarray(system.model.damping, dtype=float).copy()  # implicit: A = M + δt D
         self.start = StateCache(ContactQuery(system, contact_margin))
@@ -339,7 +345,7 @@ class CenicIntegrator:
         self.start.valid = False
         self.last_solution = None
 
-    def _prepare(self, cache, q, v, t, lookahead):
+    def _prepare(self, cache, q, v, z, t, lookahead):
         """Geometry, dynamics and lagged terms at (q, v); speculative contacts for ``lookahead`` [s]."""
         s = self.system
         m, d = self.model, self.data
@@ -362,7 +368,7 @@ class CenicIntegrator:
                               cs.n)
         cache.limit_pool = (s.limit_v, lc, s.limit_lower, s.limit_upper, lm)
         cache.coupler_pool = (cpl[2], cpl[3], cpl[4], kc, km)
-        cache.q, cache.v, cache.t = q, v, t
+        cache.q, cache.v, cache.z, cache.t = q, v, z, t
         cache.valid = True
         t2 = time.perf_counter()
         st = self._stats
@@ -370,21 +376,47 @@ class CenicIntegrator:
         st.wall_geometry += t1 - t0
         st.wall_dynamics += t2 - t1
 
+    def _qtilde(self, q, dt):
+        """v -> q ⊕ δt v, the configuration eliminated in the external systems' linearization (CENIC eq. 26)."""
+        if not self._numba_integrate:
+            return lambda v: pin.integrate(self.model, q, dt * v)
+        kind, iq, iv, nq = self._int_plan
+
+        def qtilde(v):
+            out = np.empty_like(q)
+            integrate_q(q, v, dt, kind, iq, iv, nq, out)
+            return out
+        return qtilde
+
     def _gain_pool(self, cache, dt):
-        if self.gains is None:
-            return self._no_gain
-        idx, c, b, e = self.gains(cache.t, cache.q, cache.v, dt)
-        return (np.asarray(idx, dtype=np.int64), np.asarray(c, dtype=float), np.asarray(b, dtype=float),
-                np.asarray(e, dtype=float))
+        """Effort-limited gain laws for a solve of size dt from ``cache``, and the external state update (Z, b_z)."""
+        pools = []
+        Z = bz = None
+        if self.gains is not None:
+            idx, c, b, e = self.gains(cache.t, cache.q, cache.v, dt)
+            pools.append((np.asarray(idx, dtype=np.int64), np.asarray(c, dtype=float), np.asarray(b, dtype=float),
+                          np.asarray(e, dtype=float)))
+        if self.external is not None:
+            g, Z, bz = self.external.linearize(cache.t, cache.z, cache.q, cache.v, dt, self._qtilde(cache.q, dt))
+            pools.append(g)
+        if not pools:
+            return self._no_gain, Z, bz
+        if len(pools) == 1:
+            return pools[0], Z, bz
+        return tuple(np.concatenate([p[k] for p in pools]) for k in range(4)), Z, bz
+
+    def _z_next(self, Z, bz, v):
+        return self.z[:0].copy() if Z is None else Z @ v + bz
 
     def _icf(self, cache, dt, v_guess):
-        """One ICF step of size dt from the cached state. Returns (q_next, v_next, converged)."""
+        """One ICF step of size dt from the cached state. Returns (q_next, v_next, z_next, converged)."""
         t0 = time.perf_counter()
         v = np.array(v_guess, dtype=float)
         q_next = np.empty_like(cache.q)
         kind, iq, iv, nq = self._int_plan
+        gains, Z, bz = self._gain_pool(cache, dt)
         ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
-                      cache.contact_pool, cache.limit_pool, self._gain_pool(cache, dt), cache.coupler_pool,
+                      cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool,
                       self._tolerance(), self.hessian_reuse, self._L, self._solve_stats, self._totals,
                       self._numba_integrate, kind, iq, iv, nq, v, q_next)
         if not ok:
@@ -392,16 +424,18 @@ class CenicIntegrator:
         elif not self._numba_integrate:
             q_next = pin.integrate(self.model, cache.q, dt * v)
         self._stats.wall_solver += time.perf_counter() - t0
-        return q_next, v, ok
+        return q_next, v, self._z_next(Z, bz, v), ok
 
     def _full_and_half(self, cache, dt):
-        """Full step and first half step from x^n. Returns (q_full, v_full, q_half, v_half, both converged)."""
+        """Full step and first half step from x^n. Returns (q_full, v_full, q_half, v_half, z_half, converged)."""
         t0 = time.perf_counter()
         nq, nv = cache.q.shape[0], cache.v.shape[0]
         q_full, v_full, q_half, v_half = np.empty(nq), np.empty(nv), np.empty(nq), np.empty(nv)
+        gains_full, _, _ = self._gain_pool(cache, dt)
+        gains_half, Z, bz = self._gain_pool(cache, 0.5 * dt)
         ok_full, ok_half = icf_full_and_half(
             cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale, cache.contact_pool,
-            cache.limit_pool, self._gain_pool(cache, dt), self._gain_pool(cache, 0.5 * dt), cache.coupler_pool,
+            cache.limit_pool, gains_full, gains_half, cache.coupler_pool,
             self._tolerance(), self.hessian_reuse, self._L, self._solve_stats, self._totals, self._numba_integrate,
             self._int_plan, v_full, q_full, v_half, q_half)
         if not self._numba_integrate:
@@ -410,7 +444,7 @@ class CenicIntegrator:
             if ok_half:
                 q_half = pin.integrate(self.model, cache.q, 0.5 * dt * v_half)
         self._stats.wall_solver += time.perf_counter() - t0
-        return q_full, v_full, q_half, v_half, ok_full and ok_half
+        return q_full, v_full, q_half, v_half, self._z_next(Z, bz, v_half), ok_full and ok_half
 
     def _tolerance(self):
         if self.fixed_step is not None:
@@ -426,23 +460,23 @@ class CenicIntegrator:
             dt = min(dt_nominal, remaining)
             clipped = dt < dt_nominal
             if not self.start.valid:
-                self._prepare(self.start, self.q, self.v, self.t, dt)
+                self._prepare(self.start, self.q, self.v, self.z, self.t, dt)
                 if self.start.contacts.n:
                     self._stats.min_signed_distance = min(self._stats.min_signed_distance,
                                                           float(self.start.contacts.phi.min()))
             if self.fixed_step is not None:
-                q1, v1, ok = self._icf(self.start, dt, self.v)
+                q1, v1, z1, ok = self._icf(self.start, dt, self.v)
                 if not ok:
                     raise SimulationError(
                         f"ICF solve failed at t={self.t:.6g} s with fixed_step={dt:.3g} s (non-finite state or Newton "
                         f"did not converge in {slv.MAX_NEWTON_ITERATIONS} iterations)")
-                self._accept(q1, v1, dt, self.start)
+                self._accept(q1, v1, z1, dt, self.start)
                 return dt
-            q_full, v_full, q_half, v_half, ok = self._full_and_half(self.start, dt)
+            q_full, v_full, q_half, v_half, z_half, ok = self._full_and_half(self.start, dt)
             err = math.inf
             if ok:
-                self._prepare(self.mid, q_half, v_half, self.t + 0.5 * dt, 0.5 * dt)
-                q1, v1, ok = self._icf(self.mid, 0.5 * dt, v_full)
+                self._prepare(self.mid, q_half, v_half, z_half, self.t + 0.5 * dt, 0.5 * dt)
+                q1, v1, z1, ok = self._icf(self.mid, 0.5 * dt, v_full)
                 if ok:
                     err = max_abs_diff(q1, q_full)
             tol = self.accuracy * dt if self.error_per_unit_step else self.accuracy
@@ -451,7 +485,7 @@ class CenicIntegrator:
             if self.history is not None:
                 self.history.append((self.t, dt, accepted, err))
             if accepted:
-                self._accept(q1, v1, dt, self.mid)
+                self._accept(q1, v1, z1, dt, self.mid)
                 self.dt = max(new_dt, dt_nominal) if clipped else new_dt
                 return dt
             self._stats.rejected += 1
@@ -462,12 +496,13 @@ class CenicIntegrator:
                     f"min_step={self.min_step:g} s")
             self.dt = new_dt
 
-    def _accept(self, q1, v1, dt, cache):
-        if not math.isfinite(float(q1 @ q1 + v1 @ v1)):
+    def _accept(self, q1, v1, z1, dt, cache):
+        if not math.isfinite(float(q1 @ q1 + v1 @ v1 + z1 @ z1)):
             raise SimulationError(f"non-finite state after an accepted step at t={self.t:.6g} s")
         self.last_solution = (cache, v1, dt if cache is self.start else 0.5 * dt)
         self.q = q1
         self.v = v1
+        self.z = z1
         self.t += dt
         self.start.valid = False
         st = self._stats

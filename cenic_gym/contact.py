@@ -225,5 +225,7 @@ def _query_kernel(q, v, Jw, lookahead, args):
 
 
 def compute_kinematics(model, data, q):
-    """Forward kinematics and the world joint Jacobians at q (one Pinocchio call); returns data.J (6, nv)."""
-    return pin.computeJointJacobians(model, data, q)
+    """Forward kinematics and the world joint Jacobians at q (one Pinocchio call); returns data.J (6, nv).
+    (eigenpy returns a 6 x 1 matrix as a 1-d array: keep it 2-d for single-DOF systems.)"""
+    J = pin.computeJointJacobians(model, data, q)
+    return J if J.ndim == 2 else J.reshape(6, -1)

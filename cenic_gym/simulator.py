@@ -18,12 +18,14 @@ from .contact import DEFAULT_MARGIN
 
 @dataclass(frozen=True)
 class SimState:
-    """A snapshot: generalized positions q (nq,), velocities v (nv,), time t [s] and the integrator's next δt."""
+    """A snapshot: generalized positions q (nq,), velocities v (nv,), time t [s], the integrator's next δt and the
+    external systems' states z (controllers' integrators)."""
 
     q: np.ndarray
     v: np.ndarray
     t: float
     dt: float
+    z: np.ndarray = None
 
 
 def _positive(name, value, allow_none=False):
@@ -62,12 +64,14 @@ class Simulator:
     hessian_reuse: reuse Cholesky factors inside a Newton solve (CENIC eq. 35).
     generalized_force: optional explicit force callable (t, q, v) -> (nv,).
     gains: optional implicit effort-limited linear control laws, callable (t, q, v, dt) -> (idx, c, b, e).
+    external: list of :class:`~cenic_gym.external.ExternalSystem` — controllers (JointPD, JointPID,
+                InverseDynamicsPD) and force elements integrated implicitly inside each convex step.
     record: keep the (t, δt, accepted, error) history of every attempted step in ``sim.history``.
     """
 
     def __init__(self, system, accuracy=1e-3, max_step=0.1, fixed_step=None, min_step=1e-9,
                  contact_margin=DEFAULT_MARGIN, hessian_reuse=False, generalized_force=None, gains=None, record=False,
-                 error_per_unit_step=False):
+                 error_per_unit_step=False, external=None):
         accuracy = _positive("accuracy", accuracy)
         max_step = _positive("max_step", max_step)
         fixed_step = _positive("fixed_step", fixed_step, allow_none=True)
@@ -82,7 +86,7 @@ class Simulator:
         self.system = system
         self.integrator = CenicIntegrator(system, accuracy, max_step, fixed_step, min_step, contact_margin,
                                           hessian_reuse, generalized_force=generalized_force, gains=gains,
-                                          error_per_unit_step=error_per_unit_step)
+                                          error_per_unit_step=error_per_unit_step, external=external)
         if record:
             self.integrator.history = []
 
@@ -98,6 +102,11 @@ class Simulator:
     @property
     def t(self):
         return self.integrator.t
+
+    @property
+    def z(self):
+        """States of the external systems (concatenated), e.g. PID integrators."""
+        return self.integrator.z.copy()
 
     @property
     def stats(self) -> IntegratorStats:
@@ -127,13 +136,15 @@ class Simulator:
 
     def get_state(self) -> SimState:
         it = self.integrator
-        return SimState(it.q.copy(), it.v.copy(), it.t, it.dt)
+        return SimState(it.q.copy(), it.v.copy(), it.t, it.dt, it.z.copy())
 
     def restore(self, state: SimState):
         """Continue exactly from a snapshot taken with :meth:`get_state`."""
         self.set_state(state.q, state.v, state.t)
         self.integrator.q = state.q.copy()  # bit-exact (no re-normalisation)
         self.integrator.dt = state.dt
+        if state.z is not None:
+            self.integrator.z = state.z.copy()
 
     # -- running --------------------------------------------------------------------------------------------------
     def advance_to(self, t):

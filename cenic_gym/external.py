@@ -1,0 +1,306 @@
+"""Implicit external systems: controllers and force elements inside the convex step (CENIC §III-C, §V-C;
+physics-notes §2.9, §2.10, §4.6).
+
+An external system has a state z (n_z,), dynamics ż = h(t, z, q, v) and an output τ = g(t, z, q, v): generalized
+forces [N or N m] on the generalized velocities ``dofs`` (indices into v), each clamped to ±``effort_limit``.
+Every convex solve of size δt linearizes it about x^n = (q^n, v^n), z^n with the configuration eliminated by
+q̃(v) = q^n ⊕ δt v (CENIC eq. 26–29):
+
+    z^{n+1} = Z v + b_z,     Z = δt (I − δt ∂_z h̃)⁻¹ ∂_v h̃,   b_z = (I − δt ∂_z h̃)⁻¹ (z^n + δt b_h)
+    τ ≈ −C v + d,            C = max(0, diag(−∂_v g̃)),        d = g̃(v^n) + C v^n,   g̃(v) = g(Z v + b_z, q̃(v), v)
+
+and the law τ_i = clamp(d_i − C_i v_i, ±e_i) enters the convex problem as an effort-limited gain constraint
+(Huber potential, physics-notes §2.9), so stiff gains never force small steps. Only the diagonal of −∂g̃/∂v is
+kept (the curl condition of ICF); a negative entry gives C_ii = 0, i.e. the explicit τ ≈ g̃(v^n) for that DOF.
+
+Derivatives are forward differences by default (CENIC §V-C, Drake's recipe: Δv_i = √eps · max(1, |v_i|));
+a system may override :meth:`ExternalSystem.linearize` with an exact form (the joint PD and PID controllers do).
+With ``implicit=False`` a system is treated explicitly, as most simulators do: C = 0, d = g(z^n, x^n) and
+z^{n+1} = z^n + δt h(z^n, x^n) (explicit Euler) — for comparisons (CENIC Fig. 12, 13).
+
+The controllers' set-points are plain attributes (``q_d``, ``v_d``, ``tau_ff``, ...) that may change between
+``Simulator.advance_to`` calls; that is how environments act.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+_SQRT_EPS = math.sqrt(np.finfo(float).eps)
+
+
+@dataclass
+class Linearization:
+    """One external system linearized for a step of size dt: the gain law on ``idx`` and the implicit state update."""
+
+    idx: np.ndarray  # (m,) indices into v
+    c: np.ndarray  # (m,) C_ii >= 0 [N s/m or N m s/rad]
+    b: np.ndarray  # (m,) d_i [N or N m]
+    e: np.ndarray  # (m,) effort limits (inf: unlimited)
+    Z: np.ndarray  # (nz, nv)
+    bz: np.ndarray  # (nz,)
+
+
+class ExternalSystem:
+    """Base class. Subclasses set ``dofs`` (v indices of the outputs), ``effort_limit`` (same length, inf for
+    none) and ``nz``, and implement :meth:`output` (g) and, if nz > 0, :meth:`dynamics` (h)."""
+
+    nz: int = 0
+    implicit: bool = True
+
+    def __init__(self, dofs, effort_limit=None, implicit=True):
+        self.dofs = np.asarray(dofs, dtype=np.int64).reshape(-1)
+        lim = np.full(self.dofs.shape, np.inf) if effort_limit is None else np.broadcast_to(
+            np.asarray(effort_limit, dtype=float), self.dofs.shape).copy()
+        if np.any(np.isnan(lim)) or np.any(lim <= 0):
+            raise ValueError(f"effort_limit must be > 0 (inf for none), got {lim!r}")
+        self.effort_limit = lim
+        self.implicit = bool(implicit)
+
+    # -- the model of the system -----------------------------------------------------------------------------------
+    def initial_state(self):
+        return np.zeros(self.nz)
+
+    def dynamics(self, t, z, q, v):
+        """ż = h(t, z, q, v) (nz,)."""
+        return np.zeros(self.nz)
+
+    def output(self, t, z, q, v):
+        """τ = g(t, z, q, v) on ``dofs`` (len(dofs),), before effort limits."""
+        raise NotImplementedError
+
+    # -- linearization (CENIC eq. 26–29) ---------------------------------------------------------------------------
+    def linearize(self, t, z, q, v, dt, qtilde):
+        """Linearization for a step dt from (q, v, z); ``qtilde(v)`` = q ⊕ δt v. Forward differences."""
+        nz, nv = self.nz, v.shape[0]
+        if not self.implicit:
+            tau = self.output(t, z, q, v)
+            bz = z + dt * self.dynamics(t, z, q, v) if nz else z.copy()
+            return Linearization(self.dofs, np.zeros(self.dofs.shape), tau, self.effort_limit, np.zeros((nz, nv)), bz)
+        q0 = qtilde(v)
+        if nz:
+            h0 = self.dynamics(t, z, q0, v)
+            Az = np.empty((nz, nz))
+            for j in range(nz):
+                dz = _SQRT_EPS * max(1.0, abs(z[j]))
+                zp = z.copy()
+                zp[j] += dz
+                dz = zp[j] - z[j]
+                Az[:, j] = (self.dynamics(t, zp, q0, v) - h0) / dz
+            Bz = np.empty((nz, nv))
+            for i in range(nv):
+                vp, dv = _perturb(v, i)
+                Bz[:, i] = (self.dynamics(t, z, qtilde(vp), vp) - h0) / dv
+            bh = h0 - Az @ z - Bz @ v
+            Minv = np.linalg.inv(np.eye(nz) - dt * Az)
+            Z = dt * Minv @ Bz
+            bz = Minv @ (z + dt * bh)
+        else:
+            Z = np.zeros((0, nv))
+            bz = np.zeros(0)
+        z0 = Z @ v + bz
+        g0 = self.output(t, z0, q0, v)
+        c = np.empty(self.dofs.shape)
+        for k, i in enumerate(self.dofs):
+            vp, dv = _perturb(v, i)
+            gp = self.output(t, Z @ vp + bz, qtilde(vp), vp)
+            c[k] = -(gp[k] - g0[k]) / dv
+        np.maximum(c, 0.0, out=c)
+        b = g0 + c * v[self.dofs]
+        return Linearization(self.dofs, c, b, self.effort_limit, Z, bz)
+
+
+def _perturb(v, i):
+    vp = v.copy()
+    vp[i] += _SQRT_EPS * max(1.0, abs(v[i]))
+    return vp, vp[i] - v[i]  # exactly representable increment
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Built-in controllers
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _per_dof(value, n, name):
+    a = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return a
+
+
+def _model_effort(system, dofs):
+    lim = np.asarray(system.model.effortLimit, dtype=float)[dofs].copy()
+    lim[~(lim > 0)] = np.inf  # 0 or missing in the file: unlimited
+    return lim
+
+
+class JointPD(ExternalSystem):
+    """τ = K_p (q_d − q) + K_d (v_d − v) + τ_ff on 1-DOF joints (``dofs`` are v indices; q indices must match,
+    as for revolute/prismatic joints). Linearized exactly (physics-notes §2.10): C = K_d + δt K_p,
+    d = K_p (q_d − q^n) + K_d v_d + τ_ff. Effort limits default to the model's ``effortLimit``."""
+
+    def __init__(self, system, dofs, kp, kd, q_d=None, v_d=None, tau_ff=None, effort_limit="model", implicit=True):
+        dofs = np.asarray(dofs, dtype=np.int64).reshape(-1)
+        self.qidx = _q_indices(system, dofs)
+        super().__init__(dofs, _model_effort(system, dofs) if isinstance(effort_limit, str) else effort_limit,
+                         implicit)
+        n = dofs.shape[0]
+        self.kp = _per_dof(kp, n, "kp")
+        self.kd = _per_dof(kd, n, "kd")
+        if np.any(self.kp < 0) or np.any(self.kd < 0):
+            raise ValueError(f"gains must be >= 0, got kp={kp!r}, kd={kd!r}")
+        self.q_d = _per_dof(system.q0[self.qidx] if q_d is None else q_d, n, "q_d")
+        self.v_d = _per_dof(0.0 if v_d is None else v_d, n, "v_d")
+        self.tau_ff = _per_dof(0.0 if tau_ff is None else tau_ff, n, "tau_ff")
+
+    def set_target(self, q_d=None, v_d=None, tau_ff=None):
+        n = self.dofs.shape[0]
+        if q_d is not None:
+            self.q_d = _per_dof(q_d, n, "q_d")
+        if v_d is not None:
+            self.v_d = _per_dof(v_d, n, "v_d")
+        if tau_ff is not None:
+            self.tau_ff = _per_dof(tau_ff, n, "tau_ff")
+
+    def output(self, t, z, q, v):
+        return self.kp * (self.q_d - q[self.qidx]) + self.kd * (self.v_d - v[self.dofs]) + self.tau_ff
+
+    def linearize(self, t, z, q, v, dt, qtilde):
+        if not self.implicit:
+            return super().linearize(t, z, q, v, dt, qtilde)
+        c = self.kd + dt * self.kp
+        b = self.kp * (self.q_d - q[self.qidx]) + self.kd * self.v_d + self.tau_ff
+        return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
+
+
+class JointPID(JointPD):
+    """PD plus integral action: z = ∫ (q_d − q) dt, τ = K_p (q_d − q) + K_i z + K_d (v_d − v) + τ_ff.
+    Implicit exactly: z^{n+1} = z^n + δt (q_d − q^n − δt v) → C = K_d + δt K_p + δt² K_i,
+    d = K_p (q_d − q^n) + K_i (z^n + δt (q_d − q^n)) + K_d v_d + τ_ff."""
+
+    def __init__(self, system, dofs, kp, ki, kd, **kw):
+        super().__init__(system, dofs, kp, kd, **kw)
+        self.ki = _per_dof(ki, self.dofs.shape[0], "ki")
+        if np.any(self.ki < 0):
+            raise ValueError(f"ki must be >= 0, got {ki!r}")
+        self.nz = self.dofs.shape[0]
+
+    def dynamics(self, t, z, q, v):
+        return self.q_d - q[self.qidx]
+
+    def output(self, t, z, q, v):
+        return super().output(t, z, q, v) + self.ki * z
+
+    def linearize(self, t, z, q, v, dt, qtilde):
+        if not self.implicit:
+            return ExternalSystem.linearize(self, t, z, q, v, dt, qtilde)
+        nv = v.shape[0]
+        err = self.q_d - q[self.qidx]
+        Z = np.zeros((self.nz, nv))
+        Z[np.arange(self.nz), self.dofs] = -dt * dt
+        bz = z + dt * err
+        c = self.kd + dt * self.kp + dt * dt * self.ki
+        b = self.kp * err + self.ki * bz + self.kd * self.v_d + self.tau_ff
+        return Linearization(self.dofs, c, b, self.effort_limit, Z, bz)
+
+
+class InverseDynamicsPD(ExternalSystem):
+    """Inverse-dynamics (computed-torque) PD (CENIC §VII-D1): τ = M(q) v̇_d + k(q, v) on ``dofs`` with
+    v̇_d = a_ff + K_p (q_d − q) + K_d (v_d − v) on those DOFs and 0 elsewhere. Nonlinear and coupled: linearized
+    by forward differences (only diag(−∂τ/∂v) ≈ M_ii (K_d + δt K_p) enters C). Effort limits from the model."""
+
+    def __init__(self, system, dofs, kp, kd, q_d=None, v_d=None, a_ff=None, effort_limit="model", implicit=True):
+        dofs = np.asarray(dofs, dtype=np.int64).reshape(-1)
+        self.qidx = _q_indices(system, dofs)
+        super().__init__(dofs, _model_effort(system, dofs) if isinstance(effort_limit, str) else effort_limit,
+                         implicit)
+        n = dofs.shape[0]
+        self.model = system.model
+        self.data = system.model.createData()
+        self.kp = _per_dof(kp, n, "kp")
+        self.kd = _per_dof(kd, n, "kd")
+        self.q_d = _per_dof(system.q0[self.qidx] if q_d is None else q_d, n, "q_d")
+        self.v_d = _per_dof(0.0 if v_d is None else v_d, n, "v_d")
+        self.a_ff = _per_dof(0.0 if a_ff is None else a_ff, n, "a_ff")
+
+    def set_target(self, q_d=None, v_d=None, a_ff=None):
+        n = self.dofs.shape[0]
+        if q_d is not None:
+            self.q_d = _per_dof(q_d, n, "q_d")
+        if v_d is not None:
+            self.v_d = _per_dof(v_d, n, "v_d")
+        if a_ff is not None:
+            self.a_ff = _per_dof(a_ff, n, "a_ff")
+
+    def output(self, t, z, q, v):
+        a = np.zeros(self.model.nv)
+        a[self.dofs] = self.a_ff + self.kp * (self.q_d - q[self.qidx]) + self.kd * (self.v_d - v[self.dofs])
+        return pin.rnea(self.model, self.data, q, v, a)[self.dofs]
+
+
+def _q_indices(system, dofs):
+    """q indices of 1-DOF joints given their v indices (revolute, prismatic: q̇ = v)."""
+    m = system.model
+    out = np.empty(dofs.shape, dtype=np.int64)
+    for k, i in enumerate(dofs):
+        j = next((j for j in range(1, m.njoints) if m.idx_vs[j] <= i < m.idx_vs[j] + m.nvs[j]), None)
+        if j is None:
+            raise ValueError(f"dof index {i} out of range for nv={m.nv}")
+        if not (m.nqs[j] == 1 and m.nvs[j] == 1):
+            raise ValueError(f"dof {i} belongs to joint {m.names[j]!r} ({m.joints[j].shortname()}), which is not a "
+                             "1-DOF joint; joint controllers need revolute or prismatic joints")
+        out[k] = m.idx_qs[j]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The set of external systems of a simulation
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class ExternalSystems:
+    """All external systems of a simulation, with their states concatenated into one vector z."""
+
+    def __init__(self, systems, nv):
+        self.systems = list(systems)
+        for s in self.systems:
+            if not isinstance(s, ExternalSystem):
+                raise ValueError(f"external systems must be ExternalSystem instances, got {s!r}")
+            if s.dofs.size and (s.dofs.min() < 0 or s.dofs.max() >= nv):
+                raise ValueError(f"{type(s).__name__}: dofs {s.dofs} out of range for nv={nv}")
+        self.offsets = np.cumsum([0] + [s.nz for s in self.systems])
+        self.nz = int(self.offsets[-1])
+        self.nv = nv
+
+    def initial_state(self):
+        return np.concatenate([np.asarray(s.initial_state(), dtype=float) for s in self.systems]) if self.nz else \
+            np.zeros(0)
+
+    def linearize(self, t, z, q, v, dt, qtilde):
+        """Gain pool (idx, c, b, e) of all systems and the implicit state update (Z (nz, nv), b_z)."""
+        parts = []
+        Z = np.zeros((self.nz, self.nv))
+        bz = np.zeros(self.nz)
+        for s, a, b in zip(self.systems, self.offsets[:-1], self.offsets[1:]):
+            lin = s.linearize(t, z[a:b], q, v, dt, qtilde)
+            parts.append(lin)
+            if b > a:
+                Z[a:b] = lin.Z
+                bz[a:b] = lin.bz
+        if not parts:
+            return (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)), Z, bz
+        gains = (np.concatenate([p.idx for p in parts]).astype(np.int64),
+                 np.concatenate([p.c for p in parts]).astype(float),
+                 np.concatenate([p.b for p in parts]).astype(float),
+                 np.concatenate([p.e for p in parts]).astype(float))
+        return gains, Z, bz
+
+    def outputs(self, t, z, q, v):
+        """Generalized force (nv,) of all systems at (z, q, v), effort limits applied (for analysis)."""
+        tau = np.zeros(self.nv)
+        for s, a, b in zip(self.systems, self.offsets[:-1], self.offsets[1:]):
+            np.add.at(tau, s.dofs, np.clip(s.output(t, z[a:b], q, v), -s.effort_limit, s.effort_limit))
+        return tau

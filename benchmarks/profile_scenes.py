@@ -58,7 +58,7 @@ LEAVES = [
     (pin, "integrate", "pin.integrate"),
     (slv, "solve", "numba solver.solve"),
     (cenic_mod, "contact_lagged_params", "numba icf.contact_lagged_params"),
-    (cenic_mod, "mass_matrix_terms", "numba cenic.mass_matrix_terms"),
+    (cenic_mod, "prepare_kernel", "numba cenic.prepare_kernel"),
     (contact_mod, "joint_poses_from_q", "numba kinematics.joint_poses_from_q"),
     (contact_mod, "geometry_poses", "numba kinematics.geometry_poses"),
     (contact_mod, "geometry_speeds", "numba kinematics.geometry_speeds"),

@@ -20,7 +20,7 @@ import pinocchio as pin
 from numba import njit
 
 from . import solver as slv
-from .contact import DEFAULT_MARGIN, ContactQuery, compute_kinematics
+from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel
 from .icf import contact_impulse, contact_lagged_params
 from .external import ExternalSystems
 from .model import is_free_body_joint
@@ -37,48 +37,50 @@ NEWTON_KAPPA = 1.0e-3  # ε_tol = max(κ ε_acc, 1e-8)  (CENIC eq. 34)
 
 
 @njit(cache=True)
-def mass_matrix_terms(M_upper):
-    """Symmetric M from Pinocchio's upper triangle (crba), its diagonal, and the scaling D = diag(M)^(-1/2)."""
+def state_terms(M_upper, v, q, contacts, vs, static, out):
+    """Everything of x^n the convex problems of all step sizes share, written into ``out``.
+
+    out = (M (symmetrized from Pinocchio's upper triangle), D = diag(M)^(-1/2), the lagged contact terms μ, f_n0
+    and Delassus estimate w (ICF §VI), the limit pool's c^n and m = 1/W_ii ≈ M_jj (erratum E3), the coupler
+    pool's c^n = q0 − ρ q1 − offset and m = 1/(1/M_00 + ρ²/M_11) (physics-notes §2.8)).
+    contacts = (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, nc); static = the system's limit and coupler indices."""
+    Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, nc = contacts
+    limit_q, limit_v, cpl_q0, cpl_q1, cpl_v0, cpl_v1, cpl_ratio, cpl_offset = static
+    M, dscale, mu, fn0, w, lc, lm, kc, km = out
     n = M_upper.shape[0]
-    M = np.empty((n, n))
-    diag = np.empty(n)
-    dscale = np.empty(n)
+    minv = np.empty(n)
     for i in range(n):
         for j in range(i, n):
             M[i, j] = M_upper[i, j]
             M[j, i] = M_upper[i, j]
-        diag[i] = M_upper[i, i]
+        minv[i] = 1.0 / M_upper[i, i]
         dscale[i] = 1.0 / math.sqrt(M_upper[i, i])
-    return M, diag, dscale
+    contact_lagged_params(v, Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, minv, vs, nc, mu, fn0, w)
+    for i in range(limit_q.shape[0]):
+        lc[i] = q[limit_q[i]]
+        lm[i] = M_upper[limit_v[i], limit_v[i]]
+    for i in range(cpl_q0.shape[0]):
+        rho = cpl_ratio[i]
+        kc[i] = q[cpl_q0[i]] - rho * q[cpl_q1[i]] - cpl_offset[i]
+        km[i] = 1.0 / (minv[cpl_v0[i]] + rho * rho * minv[cpl_v1[i]])
 
 
 @njit(cache=True)
-def state_terms(M_upper, v, q, contacts, vs, limit_q, limit_v, cpl_q0, cpl_q1, cpl_v0, cpl_v1, cpl_ratio, cpl_offset):
-    """Everything of x^n the convex problems of all step sizes share (one numba call per state).
-
-    Returns M (symmetric), D = diag(M)^(-1/2), the lagged contact terms (μ, f_n0, Delassus estimate w; ICF §VI),
-    the limit pool's c^n and m = 1/W_ii ≈ M_jj (erratum E3) and the coupler pool's c^n = q0 − ρ q1 − offset and
-    m = 1/(1/M_00 + ρ²/M_11) (physics-notes §2.8)."""
-    Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, nc = contacts
-    M, diag, dscale = mass_matrix_terms(M_upper)
-    mu = np.empty(nc)
-    fn0 = np.empty(nc)
-    w = np.empty(nc)
-    contact_lagged_params(v, Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, 1.0 / diag, vs, nc, mu, fn0, w)
-    nl = limit_q.shape[0]
-    lc = np.empty(nl)
-    lm = np.empty(nl)
-    for i in range(nl):
-        lc[i] = q[limit_q[i]]
-        lm[i] = diag[limit_v[i]]
-    ncp = cpl_q0.shape[0]
-    kc = np.empty(ncp)
-    km = np.empty(ncp)
-    for i in range(ncp):
-        rho = cpl_ratio[i]
-        kc[i] = q[cpl_q0[i]] - rho * q[cpl_q1[i]] - cpl_offset[i]
-        km[i] = 1.0 / (1.0 / diag[cpl_v0[i]] + rho * rho / diag[cpl_v1[i]])
-    return M, dscale, mu, fn0, w, lc, lm, kc, km
+def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, query_args, static, out):
+    """One numba call per state: the contact query (:func:`cenic_gym.contact._query_kernel`) and, unless some
+    pairs need coal (then the caller finishes those and calls :func:`state_terms`), the state terms.
+    Returns (number of contacts, number of pairs left to coal, smallest signed distance φ [m] (inf if none))."""
+    n, n_fallback = _query_kernel(q, v, Jw, lookahead, query_args)
+    phi = query_args[23]
+    phi_min = math.inf
+    for i in range(n):
+        phi_min = min(phi_min, phi[i])
+    if n_fallback == 0:
+        contacts = (query_args[34][:n], query_args[35][:n], query_args[36][:n], query_args[22][:n],
+                    query_args[23][:n], query_args[28][:n], query_args[29][:n], query_args[30][:n],
+                    query_args[31][:n], n)
+        state_terms(M_upper, v, q, contacts, vs, static, out)
+    return n, n_fallback, phi_min
 
 
 INTEGRATE_VECTOR, INTEGRATE_FREE_BODY = 0, 1
@@ -230,6 +232,8 @@ class StateCache:
     dscale: np.ndarray = None
     contacts: object = None  # ContactSet
     contact_pool: tuple = None
+    phi_min: float = math.inf  # smallest signed distance of the contacts [m]
+    out: tuple = None  # workspace of state_terms (M, D, μ, f_n0, w, limit c^n, m, coupler c^n, m)
     limit_pool: tuple = None
     coupler_pool: tuple = None
     valid: bool = False
@@ -290,21 +294,24 @@ class CenicIntegrator:
         self.hessian_reuse = bool(hessian_reuse)
         self.newton_kappa = float(newton_kappa)
         self.error_per_unit_step = bool(error_per_unit_step)
+        self._tol = self._tolerance()
         self.generalized_force = generalized_force
         self.gains = gains
         self.external = ExternalSystems(external, system.nv) if external else None
         self.z = self.external.initial_state() if self.external else np.zeros(0)
         self.vs = float(system.stiction_tolerance)
         self.damping = np.asarray(system.model.damping, dtype=float).copy()  # implicit: A = M + δt D
-        self.start = StateCache(ContactQuery(system, contact_margin))
-        self.mid = StateCache(ContactQuery(system, contact_margin))
         nv = system.nv
+        self._nv_is_1 = nv == 1
+        cpl = (system.coupler_q0, system.coupler_q1, system.coupler_v0, system.coupler_v1, system.coupler_ratio,
+               system.coupler_offset)
+        self._static = (system.limit_q, system.limit_v) + cpl
+        self.start = self._new_cache(contact_margin)
+        self.mid = self._new_cache(contact_margin)
         self._L = np.zeros((nv, nv))
         self._solve_stats = np.zeros(4, dtype=np.int64)
         self._totals = np.zeros(5, dtype=np.int64)  # solves, Newton, line search, factorizations, failures
         self._no_gain = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
-        self._couplers = (system.coupler_q0, system.coupler_q1, system.coupler_v0, system.coupler_v1,
-                          system.coupler_ratio, system.coupler_offset)
         self._integration_plan()
         self._stats = IntegratorStats()
         self.q = system.q0.copy()
@@ -313,6 +320,21 @@ class CenicIntegrator:
         self.dt = self.fixed_step if self.fixed_step is not None else K_INIT * self.max_step
         self.last_solution = None  # (cache, v, dt) of the last accepted solve, for contact results
         self.history = None  # list of (t, dt, accepted, error) when recording
+
+    def _new_cache(self, contact_margin):
+        """A StateCache with its workspace: contact query, state-term buffers and the fixed parts of the limit and
+        coupler pools (the buffers are overwritten in place by each :meth:`_prepare` of this cache)."""
+        s = self.system
+        query = ContactQuery(s, contact_margin)
+        nv, cap, nl, ncp = s.nv, query.capacity, len(s.limit_q), len(s.coupler_q0)
+        out = (np.zeros((nv, nv)), np.zeros(nv), np.zeros(cap), np.zeros(cap), np.zeros(cap), np.zeros(nl),
+               np.zeros(nl), np.zeros(ncp), np.zeros(ncp))
+        cache = StateCache(query)
+        cache.out = out
+        cache.M, cache.dscale = out[0], out[1]
+        cache.limit_pool = (s.limit_v, out[5], s.limit_lower, s.limit_upper, out[6])
+        cache.coupler_pool = (s.coupler_v0, s.coupler_v1, s.coupler_ratio, out[7], out[8])
+        return cache
 
     def _integration_plan(self):
         """Per-joint integration kinds for :func:`integrate_q`; ``pin.integrate`` for any other joint type."""
@@ -347,34 +369,41 @@ class CenicIntegrator:
 
     def _prepare(self, cache, q, v, z, t, lookahead):
         """Geometry, dynamics and lagged terms at (q, v); speculative contacts for ``lookahead`` [s]."""
-        s = self.system
         m, d = self.model, self.data
         t0 = time.perf_counter()
-        Jw = compute_kinematics(m, d, q)
-        cs = cache.query.query(q, v, d, Jw, lookahead)
-        t1 = time.perf_counter()
-        cpl = self._couplers
-        M, cache.dscale, mu, fn0, w, lc, lm, kc, km = state_terms(
-            pin.crba(m, d, q), v, q,
-            (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation, cs.mu_static,
-             cs.mu_dynamic, cs.n),
-            self.vs, s.limit_q, s.limit_v, cpl[0], cpl[1], cpl[2], cpl[3], cpl[4], cpl[5])
+        Jw = pin.computeJointJacobians(m, d, q)
+        if self._nv_is_1:  # eigenpy returns a 6 x 1 matrix as a 1-d array
+            Jw = Jw.reshape(6, 1)
+        M_upper = pin.crba(m, d, q)
         bias = pin.nonLinearEffects(m, d, q, v).copy()
         if self.generalized_force is not None:
             bias -= np.asarray(self.generalized_force(t, q, v), dtype=float)
-        cache.M, cache.bias = M, bias
-        cache.contacts = cs
-        cache.contact_pool = (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation, mu, fn0, w,
-                              cs.n)
-        cache.limit_pool = (s.limit_v, lc, s.limit_lower, s.limit_upper, lm)
-        cache.coupler_pool = (cpl[2], cpl[3], cpl[4], kc, km)
+        t1 = time.perf_counter()
+        query = cache.query
+        if self.system.general_joints:
+            query.sync_joint_poses(d)
+        n, n_fallback, phi_min = prepare_kernel(q, v, Jw, M_upper, lookahead, self.vs, query.kernel_args,
+                                                self._static, cache.out)
+        if n_fallback:
+            n = query.coal_fallback(n, Jw)
+        cs = query.contact_set(n)
+        if n_fallback:
+            state_terms(M_upper, v, q, (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
+                                        cs.mu_static, cs.mu_dynamic, n), self.vs, self._static, cache.out)
+            phi_min = float(cs.phi.min()) if n else math.inf
+        if cache.contacts is not cs:  # views of the workspace: rebuild the pool only when n changed
+            mu, fn0, w = cache.out[2:5]
+            cache.contact_pool = (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
+                                  mu[:n], fn0[:n], w[:n], n)
+            cache.contacts = cs
+        cache.phi_min = phi_min
+        cache.bias = bias
         cache.q, cache.v, cache.z, cache.t = q, v, z, t
         cache.valid = True
-        t2 = time.perf_counter()
         st = self._stats
         st.geometry_queries += 1
-        st.wall_geometry += t1 - t0
-        st.wall_dynamics += t2 - t1
+        st.wall_dynamics += t1 - t0
+        st.wall_geometry += time.perf_counter() - t1
 
     def _qtilde(self, q, dt):
         """v -> q ⊕ δt v, the configuration eliminated in the external systems' linearization (CENIC eq. 26)."""
@@ -390,6 +419,8 @@ class CenicIntegrator:
 
     def _gain_pool(self, cache, dt):
         """Effort-limited gain laws for a solve of size dt from ``cache``, and the external state update (Z, b_z)."""
+        if self.gains is None and self.external is None:
+            return self._no_gain, None, None
         pools = []
         Z = bz = None
         if self.gains is not None:
@@ -406,18 +437,18 @@ class CenicIntegrator:
         return tuple(np.concatenate([p[k] for p in pools]) for k in range(4)), Z, bz
 
     def _z_next(self, Z, bz, v):
-        return self.z[:0].copy() if Z is None else Z @ v + bz
+        return self.z if Z is None else Z @ v + bz  # no external state: z is the empty vector
 
     def _icf(self, cache, dt, v_guess):
         """One ICF step of size dt from the cached state. Returns (q_next, v_next, z_next, converged)."""
         t0 = time.perf_counter()
-        v = np.array(v_guess, dtype=float)
-        q_next = np.empty_like(cache.q)
+        v = v_guess.copy()
+        q_next = np.empty(cache.q.shape[0])
         kind, iq, iv, nq = self._int_plan
         gains, Z, bz = self._gain_pool(cache, dt)
         ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
                       cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool,
-                      self._tolerance(), self.hessian_reuse, self._L, self._solve_stats, self._totals,
+                      self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals,
                       self._numba_integrate, kind, iq, iv, nq, v, q_next)
         if not ok:
             q_next = cache.q  # converged implies finite (the solver checks every norm)
@@ -436,7 +467,7 @@ class CenicIntegrator:
         ok_full, ok_half = icf_full_and_half(
             cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale, cache.contact_pool,
             cache.limit_pool, gains_full, gains_half, cache.coupler_pool,
-            self._tolerance(), self.hessian_reuse, self._L, self._solve_stats, self._totals, self._numba_integrate,
+            self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals, self._numba_integrate,
             self._int_plan, v_full, q_full, v_half, q_half)
         if not self._numba_integrate:
             if ok_full:
@@ -447,6 +478,7 @@ class CenicIntegrator:
         return q_full, v_full, q_half, v_half, self._z_next(Z, bz, v_half), ok_full and ok_half
 
     def _tolerance(self):
+        """ε_tol of the Newton convergence tests (CENIC eq. 34)."""
         if self.fixed_step is not None:
             return 1e-8
         return max(self.newton_kappa * self.accuracy, 1e-8)
@@ -461,9 +493,8 @@ class CenicIntegrator:
             clipped = dt < dt_nominal
             if not self.start.valid:
                 self._prepare(self.start, self.q, self.v, self.z, self.t, dt)
-                if self.start.contacts.n:
-                    self._stats.min_signed_distance = min(self._stats.min_signed_distance,
-                                                          float(self.start.contacts.phi.min()))
+                if self.start.phi_min < self._stats.min_signed_distance:
+                    self._stats.min_signed_distance = self.start.phi_min
             if self.fixed_step is not None:
                 q1, v1, z1, ok = self._icf(self.start, dt, self.v)
                 if not ok:
@@ -497,8 +528,10 @@ class CenicIntegrator:
             self.dt = new_dt
 
     def _accept(self, q1, v1, z1, dt, cache):
-        if not math.isfinite(float(q1 @ q1 + v1 @ v1 + z1 @ z1)):
-            raise SimulationError(f"non-finite state after an accepted step at t={self.t:.6g} s")
+        # v1 is finite (a converged solve checks every norm), hence q1; external states come from user code
+        if z1.shape[0] and not np.all(np.isfinite(z1)):
+            raise SimulationError(f"non-finite external-system state z after an accepted step at t={self.t:.6g} s: "
+                                  f"{z1!r}")
         self.last_solution = (cache, v1, dt if cache is self.start else 0.5 * dt)
         self.q = q1
         self.v = v1

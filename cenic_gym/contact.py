@@ -141,6 +141,8 @@ class ContactQuery:
         self._fallback = np.zeros(len(s.pairs), dtype=np.int64)
         self._pair_margin = np.zeros(len(s.pairs))
         self.geom_speed = np.zeros(ng)
+        self._last_n = -1
+        self._last_set = None
         # everything _query_kernel needs besides (q, v, Jw, lookahead), passed as one tuple
         self.kernel_args = (
             s.joint_kind, s.joint_idx_q, s.joint_cols, s.joint_ncols, self.joint_R, self.joint_p,
@@ -178,9 +180,13 @@ class ContactQuery:
 
     def contact_set(self, n):
         """The first n contacts of the workspace as a ContactSet of views (valid until the next query)."""
-        return ContactSet(n, self._p[:n], self._n[:n], self._phi[:n], self._ga[:n], self._gb[:n], self._ja[:n],
-                          self._jb[:n], self._k[:n], self._d[:n], self._mus[:n], self._mud[:n], self._Jc[:n],
-                          self._cols[:n], self._ncols[:n])
+        if n == self._last_n:  # the same views of the same buffers
+            return self._last_set
+        self._last_n = n
+        self._last_set = ContactSet(n, self._p[:n], self._n[:n], self._phi[:n], self._ga[:n], self._gb[:n],
+                                    self._ja[:n], self._jb[:n], self._k[:n], self._d[:n], self._mus[:n],
+                                    self._mud[:n], self._Jc[:n], self._cols[:n], self._ncols[:n])
+        return self._last_set
 
     def _coal_pairs(self, n):
         """Narrow phase through coal for the flagged pairs (convex meshes, cylinders against non-planes)."""

@@ -196,8 +196,8 @@ class IntegratorStats:
     min_signed_distance: float = math.inf  # most negative contact φ [m] over accepted states (max penetration)
     min_dt: float = math.inf
     max_dt: float = 0.0
-    wall_geometry: float = 0.0
-    wall_dynamics: float = 0.0
+    wall_geometry: float = 0.0  # contact query + lagged contact/limit/coupler terms (numba)
+    wall_dynamics: float = 0.0  # Pinocchio: kinematics, joint Jacobians, M(q), k(q, v); explicit forces
     wall_solver: float = 0.0
     wall_total: float = 0.0
     sim_time: float = 0.0

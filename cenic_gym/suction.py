@@ -1,0 +1,535 @@
+"""Vacuum gripper: an array of spring-loaded bellows cups with a suction force element (CENIC §VII-D1, Fig. 13).
+
+**The gripper** (URDF in ``cenic_gym/assets/``, written by :func:`gripper_urdf`) is a gantry: a fixed root link
+``gantry`` at the pose given to :func:`add_suction_gripper`, prismatic joints ``x``, ``y``, ``z`` (world axes)
+carrying the ``tool`` plate (1 kg, 12 × 12 × 2 cm box), and under the plate a ``rows × cols`` array of cups (4 cm
+pitch). Each cup (link ``cup_<i>``, 30 g) is a cylinder (radius 12 mm, 19 mm long) whose lip is a ring of 6 spheres
+(radius 1.5 mm, reaching 1 mm below the cylinder's bottom face: the lip plane, 20 mm below the cup top), on a
+prismatic joint ``cup_<i>`` along the tool's z axis: q > 0 compresses the bellows (the cup moves up towards the
+plate), q < 0 extends it; the joint limits are the bellows stroke (±5 mm). The lip spheres give every cup a
+well-defined multi-point contact with flat faces (a cylinder's flat face against a box face gets a single rim point
+from coal, see ``benchmarks/RESULTS.md``). The frame ``cup_<i>_mouth`` sits at the centre of the lip plane with its
+z axis pointing out of the mouth. The bellows spring is an implicit :class:`~cenic_gym.external.JointPD` with
+q_d = 0 on the cup joints (:func:`cup_springs`; 1000 N/m, 1 N s/m); the gantry is positioned by a stiff implicit
+JointPD with gravity feed-forward (:func:`gantry_pd`; 2e4 N/m, 600 N s/m; change its ``q_d`` to move or lift).
+
+**Suction** (:class:`SuctionGripper`, an :class:`~cenic_gym.external.ExternalSystem`). Cup i sucks at its mouth
+point C_i with mouth axis â_i (the mouth frame's z axis, out of the mouth). For every geometry G of every object
+body (free bodies; by default all of them) let d be the signed distance from C_i to G [m] (negative when C_i is
+inside G), N the closest point of G's boundary and n̂ G's outward normal at N (n̂ = (C − N)/d for d > 0; always
+N = C − d n̂). The force on the object at N and its reaction on the cup at C are
+
+    f_G = s · f(d) · max(0, −n̂·â) · n̂          [N, world frame]          f_cup = −f_G
+
+    f(d) = f_max                                                   d ≤ d_sat
+    f(d) = f_max · (d_sat/d − d_sat/d_cut) / (1 − d_sat/d_cut)       d_sat < d < d_cut
+    f(d) = 0                                                       d ≥ d_cut
+
+with s = 1 when the gripper is ``on``, 0 when off. f is the inverse-distance law f_max d_sat / d (CENIC: "a force
+on nearby objects inversely proportional to distance"), saturated at f_max for d ≤ d_sat (a sealed cup: f_max is
+the vacuum pressure times the cup area) and shifted by a constant so that it falls continuously to 0 at the cut-off
+d_cut (no force jump). Defaults: f_max = 20 N per cup (≈ 44 kPa on the 12 mm cup), d_sat = 2.5 mm, d_cut = 5 cm.
+The factor max(0, cos θ) = max(0, −n̂·â) makes suction directional: full strength straight in front of the mouth,
+none beside or behind the cup. The pair is central (along C–N) and equal and opposite, so it exerts no net force or
+torque on the system. Generalized forces use world Jacobians of the two points: τ = J_N,objᵀ f_G + J_C,cupᵀ f_cup
+on ``dofs`` = the gantry joints, the cup joints and the object bodies' velocities (no effort limits).
+
+Distances: numba narrow phase (a zero-radius sphere at C against spheres, boxes, capsules; one numba call for all
+cup–geometry pairs); coal (a 1 µm sphere, its radius added back) for cylinders and convex meshes.
+
+**Time integration.** By default implicit: linearized by the base class' forward differences (CENIC §V-C,
+eq. 26–29) about the predicted configuration q̃ = q^n ⊕ δt v^n. Suction is attractive and grows as the gap closes —
+a negative stiffness — so the diagonal of −∂τ/∂v is ≤ 0 for approach motions, and those DOFs get C = 0: the law
+is then evaluated at q̃ (an explicit predictor) and error control keeps the steps small while the gap closes.
+Positive entries (e.g. the centring stiffness f/ρ of a curved object moving sideways under a cup) are kept.
+``implicit=False`` gives the plain explicit treatment τ = g(q^n) used by most simulators (CENIC Fig. 13b).
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+from numba import njit
+
+from . import narrowphase as nph
+from .external import ExternalSystem, JointPD
+from .model import Box, ContactMaterial, SceneBuilder
+
+ASSET_DIR = Path(__file__).resolve().parent / "assets"
+DEFAULT_URDF = ASSET_DIR / "suction_gripper_2x2.urdf"
+
+# Default geometry and masses of the gripper (SI units); the shipped URDFs are gripper_urdf(rows, cols).
+CUP_RADIUS = 0.015  # [m]
+CUP_LENGTH = 0.020  # [m] cup top to lip plane
+CUP_MASS = 0.020  # [kg]
+CUP_PITCH = 0.040  # [m] centre-to-centre
+LIP_SPHERES = 6  # contact spheres on the lip
+LIP_RADIUS = 0.0015  # [m]
+LIP_DROP = 0.001  # [m] the lip spheres reach this far below the cylinder's bottom face
+BELLOWS_GAP = 0.005  # [m] between the cup top and the plate at q = 0
+STROKE = (-0.005, 0.005)  # [m] cup joint limits: extension (q < 0), compression (q > 0)
+PLATE_SIZE = (0.12, 0.12, 0.02)  # [m] tool plate box; the tool frame is the centre of its bottom face
+TOOL_MASS = 1.0  # [kg] plate
+CARRIAGE_MASS = 1.0  # [kg] each of the x and y carriages
+GANTRY_TRAVEL = 0.5  # [m] ± limits of the x, y, z joints
+
+# Default suction and spring parameters.
+F_MAX = 50.0  # [N] per cup, sealed (71 kPa vacuum on the 15 mm cup)
+D_SAT = 5e-3  # [m] saturation distance
+D_CUT = 0.05  # [m] cut-off distance
+SPRING_KP = 1000.0  # [N/m] bellows spring
+SPRING_KD = 1.0  # [N s/m] bellows damping
+GANTRY_KP = 2.0e4  # [N/m]
+GANTRY_KD = 600.0  # [N s/m]
+
+_MOUTH_RADIUS_COAL = 1e-6  # [m] coal has no point shape: a tiny sphere, its radius added back to the distance
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The force law
+# --------------------------------------------------------------------------------------------------------------
+
+
+def suction_force(d, f_max=F_MAX, d_sat=D_SAT, d_cut=D_CUT):
+    """Magnitude f(d) [N] of one cup's suction at signed distance d [m] (module docstring): f_max for d ≤ d_sat,
+    f_max (d_sat/d − d_sat/d_cut)/(1 − d_sat/d_cut) up to d_cut, 0 beyond. Works on arrays."""
+    _check_law(f_max, d_sat, d_cut)
+    d = np.asarray(d, dtype=float)
+    c = d_sat / d_cut
+    f = f_max * (d_sat / np.maximum(d, d_sat) - c) / (1.0 - c)
+    f = np.where(d < d_cut, f, 0.0)
+    return float(f) if f.ndim == 0 else f
+
+
+@njit(cache=True)
+def _law(d, f_max, d_sat, d_cut):
+    if d >= d_cut:
+        return 0.0
+    c = d_sat / d_cut
+    return f_max * (d_sat / max(d, d_sat) - c) / (1.0 - c)
+
+
+def _check_law(f_max, d_sat, d_cut):
+    for name, val in (("f_max", f_max), ("d_sat", d_sat), ("d_cut", d_cut)):
+        if not (np.isfinite(val) and val > 0):
+            raise ValueError(f"{name} must be finite and > 0, got {val!r}")
+    if not d_sat < d_cut:
+        raise ValueError(f"d_sat={d_sat!r} must be smaller than d_cut={d_cut!r}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The gripper model (URDF)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _inertial(mass, ixx, iyy, izz, z=0.0):
+    return (f'    <inertial><origin xyz="0 0 {z:.9g}"/><mass value="{mass:.9g}"/>'
+            f'<inertia ixx="{ixx:.9g}" ixy="0" ixz="0" iyy="{iyy:.9g}" iyz="0" izz="{izz:.9g}"/></inertial>\n')
+
+
+def cup_positions(rows=2, cols=2, pitch=CUP_PITCH):
+    """(rows·cols, 2) x, y of the cup axes in the tool frame [m], row-major, centred on the tool."""
+    xs = (np.arange(rows) - 0.5 * (rows - 1)) * pitch
+    ys = (np.arange(cols) - 0.5 * (cols - 1)) * pitch
+    return np.array([(x, y) for x in xs for y in ys], dtype=float).reshape(-1, 2)
+
+
+def gripper_urdf(rows=2, cols=2, cup_radius=CUP_RADIUS, cup_length=CUP_LENGTH, cup_mass=CUP_MASS,
+                 pitch=CUP_PITCH, stroke=STROKE, bellows_gap=BELLOWS_GAP, lip_spheres=LIP_SPHERES,
+                 lip_radius=LIP_RADIUS, lip_drop=LIP_DROP, plate_size=PLATE_SIZE, tool_mass=TOOL_MASS,
+                 carriage_mass=CARRIAGE_MASS, travel=GANTRY_TRAVEL, gantry_mass=0.0):
+    """URDF text of a gantry suction gripper with a rows × cols cup array (module docstring).
+
+    Frames: ``gantry`` (root; welded to the world by ``add_robot(..., base="fixed", position=...)``), prismatic
+    ``x``, ``y``, ``z`` → ``tool`` (frame at the centre of the plate's bottom face), prismatic ``cup_<i>`` (axis +z,
+    limits = ``stroke``) → ``cup_<i>`` (frame at the centre of its cylinder) → fixed ``cup_<i>_mouth`` (centre of
+    the lip plane, ``cup_length`` below the cup top, z axis out of the mouth). Cup inertia: a solid cylinder of
+    ``cup_radius`` × ``cup_length``. ``gantry_mass`` [kg]: mass of the root link (0: none, for a fixed base; give
+    it a mass to use the gripper with ``base="free"``, else the free root and the x, y, z joints are redundant
+    and the mass matrix is singular)."""
+    if rows < 1 or cols < 1 or int(rows) != rows or int(cols) != cols:
+        raise ValueError(f"rows and cols must be positive integers, got {rows!r}, {cols!r}")
+    if pitch <= 2 * cup_radius:
+        raise ValueError(f"pitch={pitch!r} must exceed the cup diameter {2 * cup_radius!r}")
+    lo, hi = stroke
+    if not lo < 0 < hi or hi > bellows_gap:
+        raise ValueError(f"stroke must satisfy lower < 0 < upper <= bellows_gap, got {stroke!r}, gap {bellows_gap!r}")
+    if not 0 <= lip_drop < lip_radius < cup_radius:
+        raise ValueError("need 0 <= lip_drop < lip_radius < cup_radius")
+    r, L, m = cup_radius, cup_length, cup_mass
+    Lb = L - lip_drop  # cylinder length; its centre is the cup frame
+    ixx = m * (3 * r * r + L * L) / 12.0
+    izz = 0.5 * m * r * r
+    px, py, pz = plate_size
+    out = [f'<?xml version="1.0"?>\n<!-- Generated by cenic_gym.suction.gripper_urdf(rows={rows}, cols={cols}); '
+           'do not edit by hand. -->\n',
+           f'<robot name="suction_gripper_{rows}x{cols}">\n',
+           '  <link name="gantry"/>\n' if gantry_mass <= 0 else
+           '  <link name="gantry">\n' + _inertial(gantry_mass, 1e-2, 1e-2, 1e-2) + '  </link>\n']
+    for name, axis, parent, child in (("x", "1 0 0", "gantry", "carriage_x"), ("y", "0 1 0", "carriage_x", "carriage_y"),
+                                      ("z", "0 0 1", "carriage_y", "tool")):
+        out.append(f'  <joint name="{name}" type="prismatic">\n    <parent link="{parent}"/><child link="{child}"/>'
+                   f'<axis xyz="{axis}"/>\n    <limit lower="{-travel:.9g}" upper="{travel:.9g}" effort="1000" '
+                   f'velocity="10"/>\n  </joint>\n')
+    for c in ("carriage_x", "carriage_y"):
+        out.append(f'  <link name="{c}">\n' + _inertial(carriage_mass, 1e-3, 1e-3, 1e-3) + '  </link>\n')
+    tm = tool_mass
+    out.append('  <link name="tool">\n'
+               + _inertial(tm, tm * (py * py + pz * pz) / 12, tm * (px * px + pz * pz) / 12,
+                           tm * (px * px + py * py) / 12, z=0.5 * pz)
+               + f'    <collision><origin xyz="0 0 {0.5 * pz:.9g}"/><geometry><box size="{px:.9g} {py:.9g} '
+                 f'{pz:.9g}"/></geometry></collision>\n  </link>\n')
+    zc = -(bellows_gap + 0.5 * Lb)
+    z_lip = 0.5 * Lb - L  # lip plane in the cup frame
+    for i, (x, y) in enumerate(cup_positions(rows, cols, pitch)):
+        out.append(f'  <joint name="cup_{i}" type="prismatic">\n    <parent link="tool"/><child link="cup_{i}"/>'
+                   f'<origin xyz="{x:.9g} {y:.9g} {zc:.9g}"/><axis xyz="0 0 1"/>\n'
+                   f'    <limit lower="{lo:.9g}" upper="{hi:.9g}" effort="1000" velocity="10"/>\n  </joint>\n')
+        out.append(f'  <link name="cup_{i}">\n' + _inertial(m, ixx, ixx, izz, z=0.5 * Lb - 0.5 * L)
+                   + f'    <collision><geometry><cylinder radius="{r:.9g}" length="{Lb:.9g}"/></geometry>'
+                     '</collision>\n')
+        for k in range(lip_spheres):
+            a = 2 * math.pi * k / lip_spheres
+            rr = r - lip_radius
+            out.append(f'    <collision><origin xyz="{rr * math.cos(a):.9g} {rr * math.sin(a):.9g} '
+                       f'{z_lip + lip_radius:.9g}"/><geometry><sphere radius="{lip_radius:.9g}"/></geometry>'
+                       '</collision>\n')
+        out.append('  </link>\n')
+        out.append(f'  <joint name="cup_{i}_mouth_fixed" type="fixed">\n    <parent link="cup_{i}"/>'
+                   f'<child link="cup_{i}_mouth"/><origin xyz="0 0 {z_lip:.9g}" rpy="3.14159265358979 0 0"/>\n'
+                   f'  </joint>\n  <link name="cup_{i}_mouth"/>\n')
+    out.append('</robot>\n')
+    return "".join(out)
+
+
+def gripper_urdf_path(rows=2, cols=2):
+    """Path of the shipped URDF for a rows × cols array with the default parameters (2×2 and 3×3 ship in
+    ``cenic_gym/assets``); other sizes are written to a temporary file."""
+    p = ASSET_DIR / f"suction_gripper_{rows}x{cols}.urdf"
+    if p.is_file():
+        return p
+    tmp = Path(tempfile.mkdtemp(prefix="cenic_suction_")) / p.name
+    tmp.write_text(gripper_urdf(rows, cols))
+    return tmp
+
+
+def add_suction_gripper(builder: SceneBuilder, name="gripper", position=(0.0, 0.0, 0.3), grid=(2, 2), urdf=None,
+                        material=ContactMaterial(stiffness=1e5, dissipation=10.0, mu_static=1.0), base="fixed"):
+    """Add the gripper to ``builder`` with ``add_robot``: ``base="fixed"`` welds the gantry root at ``position``
+    [m] (world-aligned; the tool frame is there when the gantry joints are 0); ``base="free"`` lets the whole
+    gripper float (tests). ``urdf``: a gripper file (default: the shipped one for ``grid``). Returns ``builder``.
+    With the default geometry the cup mouths are at :func:`mouth_height` (position_z) when all joints are 0."""
+    path = Path(urdf) if urdf is not None else gripper_urdf_path(*grid)
+    builder.add_robot(str(path), name=name, base=base, position=position, material=material, self_collision=False)
+    return builder
+
+
+def mouth_height(tool_z, bellows_gap=BELLOWS_GAP, cup_length=CUP_LENGTH):
+    """World z [m] of the cup mouths (lip plane) at q = 0 for a tool frame at height tool_z (default geometry)."""
+    return tool_z - bellows_gap - cup_length
+
+
+def cup_joint_names(system, gripper="gripper"):
+    info = system.robot(gripper)
+    return [j for j in info.joints if j.startswith("cup_")]
+
+
+def cup_springs(system, gripper="gripper", kp=SPRING_KP, kd=SPRING_KD, implicit=True):
+    """The bellows springs: implicit JointPD on the cup joints, q_d = 0, no effort limit."""
+    dofs = system.robot_v_indices(gripper, cup_joint_names(system, gripper))
+    return JointPD(system, dofs, kp, kd, q_d=0.0, effort_limit=np.inf, implicit=implicit)
+
+
+def gantry_pd(system, gripper="gripper", kp=GANTRY_KP, kd=GANTRY_KD, q_d=(0.0, 0.0, 0.0), gravity_compensation=True):
+    """Implicit JointPD on the gantry joints x, y, z (set-points ``q_d`` [m] relative to the root pose). The z joint
+    gets a feed-forward force equal to the weight of everything it carries (tool and cups), so the empty tool sits
+    at its set-point."""
+    dofs = system.robot_v_indices(gripper, ["x", "y", "z"])
+    tau_ff = np.zeros(3)
+    if gravity_compensation:
+        m = system.model
+        jz = system.robot_joint_ids(gripper, ["z"])[0]
+        carried = sum(m.inertias[j].mass for j in range(1, m.njoints) if jz in list(m.supports[j]))
+        tau_ff[2] = -carried * float(m.gravity.linear[2])
+    return JointPD(system, dofs, kp, kd, q_d=q_d, tau_ff=tau_ff, effort_limit=np.inf)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The suction force element
+# --------------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _pairs_kernel(C, A, gtype, gsize, gR, gp, gbound, f_max, d_sat, d_cut, skip,
+                  out_p, out_n, out_phi, rec_cup, rec_geom, rec_d, rec_N, rec_n, rec_cos, rec_F):
+    """All cup–geometry pairs closer than d_cut handled by the numba narrow phase (``skip``: geometries left to
+    coal). Writes the records (cup, local geometry index, d, N, n̂, cos θ, f_G) and returns their number."""
+    zero = np.zeros(3)
+    eye = np.eye(3)
+    n = 0
+    for k in range(C.shape[0]):
+        for g in range(gtype.shape[0]):
+            if skip[g]:
+                continue
+            dx = C[k, 0] - gp[g, 0]
+            dy = C[k, 1] - gp[g, 1]
+            dz = C[k, 2] - gp[g, 2]
+            if math.sqrt(dx * dx + dy * dy + dz * dz) - gbound[g] >= d_cut:
+                continue
+            m = nph.collide_primitives(nph.SPHERE, zero, eye, C[k], gtype[g], gsize[g], gR[g], gp[g], d_cut,
+                                       out_p, out_n, out_phi, 0)
+            if m == 0:
+                continue
+            d = out_phi[0]
+            cos = 0.0
+            for i in range(3):
+                rec_n[n, i] = -out_n[0, i]  # out_n points from the mouth towards the object
+                rec_N[n, i] = C[k, i] + d * out_n[0, i]
+                cos -= rec_n[n, i] * A[k, i]
+            f = _law(d, f_max, d_sat, d_cut) * max(0.0, cos)
+            for i in range(3):
+                rec_F[n, i] = f * rec_n[n, i]
+            rec_cup[n] = k
+            rec_geom[n] = g
+            rec_d[n] = d
+            rec_cos[n] = cos
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _accumulate(J, joint_cols, joint_ncols, cup_joint, geom_joint, C, rec_cup, rec_geom, rec_N, rec_F, n, tau):
+    """tau (nv,) += Σ_pairs J_N,objᵀ f_G − J_C,cupᵀ f_G (world Jacobian J at the origin: wrench (f, p × f))."""
+    for r in range(n):
+        for side in range(2):
+            if side == 0:
+                j = geom_joint[rec_geom[r]]
+                p0, p1, p2 = rec_N[r, 0], rec_N[r, 1], rec_N[r, 2]
+                s = 1.0
+            else:
+                j = cup_joint[rec_cup[r]]
+                p0, p1, p2 = C[rec_cup[r], 0], C[rec_cup[r], 1], C[rec_cup[r], 2]
+                s = -1.0
+            f0, f1, f2 = s * rec_F[r, 0], s * rec_F[r, 1], s * rec_F[r, 2]
+            m0 = p1 * f2 - p2 * f1
+            m1 = p2 * f0 - p0 * f2
+            m2 = p0 * f1 - p1 * f0
+            for ic in range(joint_ncols[j]):
+                c = joint_cols[j, ic]
+                tau[c] += (J[0, c] * f0 + J[1, c] * f1 + J[2, c] * f2 + J[3, c] * m0 + J[4, c] * m1 + J[5, c] * m2)
+
+
+@dataclass
+class SuctionPair:
+    """One cup–geometry interaction at a configuration (world frame, SI)."""
+
+    cup: int  # cup index
+    geom: int  # geometry index in the system
+    distance: float  # d [m]
+    mouth: np.ndarray  # C (3,)
+    point: np.ndarray  # N (3,), closest point of the object
+    normal: np.ndarray  # n̂ (3,), the object's outward normal at N
+    cos_theta: float  # −n̂·â
+    force: np.ndarray  # f_G (3,) on the object [N] (as if on); −f_G acts on the cup
+
+
+class SuctionGripper(ExternalSystem):
+    """Suction of the cups of a gripper added with :func:`add_suction_gripper` on object bodies (module docstring).
+
+    system:   the MultibodySystem; gripper: the robot name (its frames ``cup_<i>_mouth`` are the mouths);
+    objects:  names of free bodies (``add_body``) that can be sucked (default: all of them).
+    f_max [N], d_sat [m], d_cut [m]: the force law :func:`suction_force` (per cup).
+    on:       suction on (True) or off (False: no force, objects are released). A plain attribute; switch it
+              between ``advance_to`` calls.
+    implicit: forward-difference linearization (CENIC §V-C, default) or explicit (τ = g(q^n)).
+    """
+
+    def __init__(self, system, gripper="gripper", objects=None, f_max=F_MAX, d_sat=D_SAT, d_cut=D_CUT, on=True,
+                 implicit=True):
+        _check_law(f_max, d_sat, d_cut)
+        self.f_max, self.d_sat, self.d_cut = float(f_max), float(d_sat), float(d_cut)
+        self.on = bool(on)
+        self.system = system
+        m = self.model = system.model
+        self.data = m.createData()
+        info = system.robot(gripper)
+        mouths = sorted((ln for ln in info.links if ln.startswith("cup_") and ln.endswith("_mouth")),
+                        key=lambda s: int(s[4:-6]) if s[4:-6].isdigit() else s)
+        if not mouths:
+            raise ValueError(f"robot {gripper!r} has no cup mouth frames (cup_<i>_mouth)")
+        self.mouth_names = mouths
+        frames = [m.frames[system.frame_id(f"{gripper}/{ln}")] for ln in mouths]
+        self.cup_joint = np.array([f.parentJoint for f in frames], dtype=np.int64)
+        self.mouth_local = np.array([f.placement.translation for f in frames], dtype=float).reshape(-1, 3)
+        self.axis_local = np.array([f.placement.rotation[:, 2] for f in frames], dtype=float).reshape(-1, 3)
+        names = list(system.body_names) if objects is None else ([objects] if isinstance(objects, str) else
+                                                                  list(objects))
+        ojoints = [system.joint_id(n) for n in names]
+        self.geoms = np.array([i for i, g in enumerate(system.geometries) if g.joint in ojoints], dtype=np.int64)
+        g = self.geoms
+        self._gtype = system.geom_type[g].copy()
+        self._gsize = system.geom_size[g].copy()
+        self._gbound = system.geom_bound[g].copy()
+        self._gjoint = system.geom_joint[g].copy()
+        self._gR_local = system.geom_R[g].copy()
+        self._gp_local = system.geom_p[g].copy()
+        self._coal = np.array([not nph.numba_supports(nph.SPHERE, int(t)) for t in self._gtype], dtype=np.bool_)
+        cols = set()
+        for j in list(self.cup_joint) + ojoints:
+            cols.update(int(c) for c in system.joint_cols[j, :system.joint_ncols[j]])
+        super().__init__(np.array(sorted(cols), dtype=np.int64), None, implicit)
+        # workspaces
+        nc, ng = len(self.cup_joint), len(g)
+        cap = max(1, nc * ng)
+        self._C = np.zeros((nc, 3))
+        self._A = np.zeros((nc, 3))
+        self._gR = np.zeros((ng, 3, 3))
+        self._gp = np.zeros((ng, 3))
+        self._op = np.zeros((nph.MAX_PAIR_CONTACTS, 3))
+        self._on = np.zeros((nph.MAX_PAIR_CONTACTS, 3))
+        self._ophi = np.zeros(nph.MAX_PAIR_CONTACTS)
+        self._rec = (np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap), np.zeros((cap, 3)),
+                     np.zeros((cap, 3)), np.zeros(cap), np.zeros((cap, 3)))
+        self._tau = np.zeros(m.nv)
+        self._coal_mouth = nph.make_coal_shape(nph.SPHERE, np.array([_MOUTH_RADIUS_COAL, 0.0, 0.0]))
+
+    @property
+    def n_cups(self):
+        return len(self.cup_joint)
+
+    # -- geometry ----------------------------------------------------------------------------------------------
+    def _find_pairs(self):
+        """Records of all pairs within d_cut (kinematics in self.data up to date). Returns their number."""
+        data = self.data
+        for k, j in enumerate(self.cup_joint):
+            M = data.oMi[int(j)]
+            R = M.rotation
+            self._C[k] = R @ self.mouth_local[k] + M.translation
+            self._A[k] = R @ self.axis_local[k]
+        for i, j in enumerate(self._gjoint):
+            M = data.oMi[int(j)]
+            R = M.rotation
+            self._gR[i] = R @ self._gR_local[i]
+            self._gp[i] = R @ self._gp_local[i] + M.translation
+        cup, geom, d, N, nrm, cos, F = self._rec
+        n = _pairs_kernel(self._C, self._A, self._gtype, self._gsize, self._gR, self._gp, self._gbound,
+                          self.f_max, self.d_sat, self.d_cut, self._coal, self._op, self._on, self._ophi,
+                          cup, geom, d, N, nrm, cos, F)
+        if self._coal.any():
+            n = self._coal_pairs(n)
+        return n
+
+    def _coal_pairs(self, n):
+        cup, geom, dd, N, nrm, cos, F = self._rec
+        s = self.system
+        eye = np.eye(3)
+        for g in np.flatnonzero(self._coal):
+            for k in range(self.n_cups):
+                C = self._C[k]
+                if np.linalg.norm(C - self._gp[g]) - self._gbound[g] >= self.d_cut:
+                    continue
+                _, normal, phi = nph.coal_contacts(self._coal_mouth, eye, C, s.coal_shapes[self.geoms[g]],
+                                                   self._gR[g], self._gp[g], self.d_cut - _MOUTH_RADIUS_COAL,
+                                                   max_points=1)
+                if len(phi) == 0:
+                    continue
+                d = float(phi[0]) + _MOUTH_RADIUS_COAL
+                if d >= self.d_cut:
+                    continue
+                nh = -normal[0]
+                c = -float(nh @ self._A[k])
+                cup[n], geom[n], dd[n], N[n], nrm[n], cos[n] = k, g, d, C - d * nh, nh, c
+                F[n] = suction_force(d, self.f_max, self.d_sat, self.d_cut) * max(0.0, c) * nh
+                n += 1
+        return n
+
+    def pairs(self, q):
+        """The cup–geometry interactions at q (list of :class:`SuctionPair`; forces as if the gripper were on)."""
+        pin.forwardKinematics(self.model, self.data, q)
+        n = self._find_pairs()
+        cup, geom, d, N, nrm, cos, F = self._rec
+        return [SuctionPair(int(cup[i]), int(self.geoms[geom[i]]), float(d[i]), self._C[cup[i]].copy(),
+                            N[i].copy(), nrm[i].copy(), float(cos[i]), F[i].copy()) for i in range(n)]
+
+    # -- the external system -------------------------------------------------------------------------------------
+    def output(self, t, z, q, v):
+        """Generalized forces on ``dofs`` [N, N m] at q (0 when off)."""
+        if not self.on:
+            return np.zeros(self.dofs.shape[0])
+        s = self.system
+        J = pin.computeJointJacobians(self.model, self.data, q)  # forward kinematics + world joint Jacobians
+        J = J if J.ndim == 2 else J.reshape(6, -1)
+        n = self._find_pairs()
+        tau = self._tau
+        tau[:] = 0.0
+        cup, geom, _, N, _, _, F = self._rec
+        _accumulate(J, s.joint_cols, s.joint_ncols, self.cup_joint, self._gjoint, self._C, cup, geom, N, F, n, tau)
+        return tau[self.dofs]
+
+    def generalized_force(self, q):
+        """The full (nv,) generalized force at q (for analysis)."""
+        out = np.zeros(self.model.nv)
+        out[self.dofs] = self.output(0.0, np.zeros(0), q, np.zeros(self.model.nv))
+        return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The reference scene (tests, benchmark)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SuctionScene:
+    """A gripper over a box: the system and its external systems (pass ``external`` to the Simulator)."""
+
+    system: object
+    suction: SuctionGripper
+    springs: JointPD
+    gantry: JointPD
+    mouth_z: float  # [m] world height of the cup mouths at q = 0
+    box_size: tuple
+
+    @property
+    def external(self):
+        return [self.gantry, self.springs, self.suction]
+
+    def box_top(self, q):
+        """World z [m] of the centre of the box's top face (its body +z face)."""
+        sl = self.system.q_slice("box")
+        qb = q[sl]
+        R = pin.Quaternion(qb[6], qb[3], qb[4], qb[5]).normalized().toRotationMatrix()
+        return float(qb[2] + 0.5 * self.box_size[2] * R[2, 2])
+
+    def mouth_heights(self, q):
+        """World z [m] of each cup mouth."""
+        pin.forwardKinematics(self.system.model, self.suction.data, q)
+        return np.array([(self.suction.data.oMi[int(j)].act(self.suction.mouth_local[k]))[2]
+                         for k, j in enumerate(self.suction.cup_joint)])
+
+
+def suction_scene(gap=0.01, box_mass=0.5, box_size=(0.1, 0.1, 0.05), tool_z=0.3, grid=(2, 2), ground=True,
+                  gravity=(0.0, 0.0, -9.81), implicit=True, f_max=F_MAX, d_sat=D_SAT, d_cut=D_CUT,
+                  material=ContactMaterial(stiffness=1e5, dissipation=10.0, mu_static=1.0), base="fixed", urdf=None):
+    """The Fig. 13 analogue: the gripper (tool frame at height ``tool_z`` [m]) and a box of ``box_mass`` [kg] and
+    ``box_size`` [m] centred under it, its top face ``gap`` [m] below the cup mouths; ground at z = 0 (``ground``).
+    ``base``, ``urdf``: as in :func:`add_suction_gripper` (a free base needs a URDF with ``gantry_mass`` > 0).
+    Suction parameters as in :class:`SuctionGripper`; springs and gantry PD with their defaults."""
+    b = SceneBuilder(gravity=gravity)
+    if ground:
+        b.add_ground(material)
+    add_suction_gripper(b, position=(0.0, 0.0, tool_z), grid=grid, urdf=urdf, material=material, base=base)
+    mz = mouth_height(tool_z)
+    b.add_body("box", Box(tuple(box_size)), mass=box_mass, position=(0.0, 0.0, mz - gap - 0.5 * box_size[2]),
+               material=material)
+    sys = b.build()
+    suction = SuctionGripper(sys, "gripper", ["box"], f_max=f_max, d_sat=d_sat, d_cut=d_cut, implicit=implicit)
+    return SuctionScene(sys, suction, cup_springs(sys), gantry_pd(sys), mz, tuple(box_size))
+
+
+__all__ = ["ASSET_DIR", "DEFAULT_URDF", "SuctionGripper", "SuctionPair", "SuctionScene", "add_suction_gripper",
+           "cup_positions", "cup_springs", "gantry_pd", "gripper_urdf", "gripper_urdf_path", "mouth_height",
+           "suction_force", "suction_scene"]

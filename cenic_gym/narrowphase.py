@@ -1046,6 +1046,36 @@ def _transform(R, p):
                             np.ascontiguousarray(p, dtype=np.float64).reshape(3))
 
 
+def _coal_collide(shape_a, Ta, shape_b, Tb, margin):
+    req = coal.CollisionRequest()
+    req.security_margin = float(margin)
+    req.num_max_contacts = 1
+    req.enable_contact = True
+    res = coal.CollisionResult()
+    coal.collide(shape_a, Ta, shape_b, Tb, req, res)
+    if not res.isCollision() or res.numContacts() == 0:
+        return None
+    return res
+
+
+def _coal_patch(shape_a, Ta, shape_b, Tb, res, max_points):
+    """(points list, normal, depth) of coal's contact patch of a collision result, None if it has none."""
+    preq = coal.ContactPatchRequest(1)
+    pres = coal.ContactPatchResult(preq)
+    coal.computeContactPatch(shape_a, Ta, shape_b, Tb, res, preq, pres)
+    if pres.numContactPatches() == 0:
+        return None
+    patch = pres.getContactPatch(0)
+    m = patch.size()
+    if m == 0:
+        return None
+    idx = np.arange(m)
+    if m > max_points:  # patch points are ordered around the polygon
+        idx = np.unique(np.round(np.linspace(0, m, max_points, endpoint=False)).astype(int))
+    pts = [np.array(patch.getPoint(int(i)), dtype=np.float64) for i in idx]
+    return pts, np.array(patch.getNormal(), dtype=np.float64), float(patch.penetration_depth)
+
+
 def coal_contacts(shape_a, R_a, p_a, shape_b, R_b, p_b, margin, max_points=MAX_PAIR_CONTACTS):
     """Contacts between two coal geometries, same convention as
     `collide_primitives`.
@@ -1060,37 +1090,27 @@ def coal_contacts(shape_a, R_a, p_a, shape_b, R_b, p_b, margin, max_points=MAX_P
     """
     Ta = _transform(R_a, p_a)
     Tb = _transform(R_b, p_b)
-    req = coal.CollisionRequest()
-    req.security_margin = float(margin)
-    req.num_max_contacts = 1
-    req.enable_contact = True
-    res = coal.CollisionResult()
-    coal.collide(shape_a, Ta, shape_b, Tb, req, res)
     empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
-    if not res.isCollision() or res.numContacts() == 0:
+    res = _coal_collide(shape_a, Ta, shape_b, Tb, margin)
+    if res is None:
         return empty
     c = res.getContact(0)
-    phi0 = float(c.penetration_depth)
-    if phi0 >= margin:
+    phi = float(c.penetration_depth)
+    if phi >= margin:
         return empty
-    n0 = np.array(c.normal, dtype=np.float64)
+    nrm = np.array(c.normal, dtype=np.float64)
     pts = [np.array(c.pos, dtype=np.float64)]
-    nrm = n0
-    phi = phi0
     if max_points > 1:
-        preq = coal.ContactPatchRequest(1)
-        pres = coal.ContactPatchResult(preq)
-        coal.computeContactPatch(shape_a, Ta, shape_b, Tb, res, preq, pres)
-        if pres.numContactPatches() > 0:
-            patch = pres.getContactPatch(0)
-            m = patch.size()
-            if m > 0:
-                idx = np.arange(m)
-                if m > max_points:  # patch points are ordered around the polygon
-                    idx = np.unique(np.round(np.linspace(0, m, max_points, endpoint=False)).astype(int))
-                pts = [np.array(patch.getPoint(int(i)), dtype=np.float64) for i in idx]
-                nrm = np.array(patch.getNormal(), dtype=np.float64)
-                phi = float(patch.penetration_depth)
+        patch = _coal_patch(shape_a, Ta, shape_b, Tb, res, max_points)
+        if patch is not None and len(patch[0]) == 1:
+            # coal 3 sometimes returns a single rim point for a flat face (e.g. a cylinder's end cap when the
+            # normal points along its −z axis) but the full polygon with the shapes swapped: try that order too
+            res_s = _coal_collide(shape_b, Tb, shape_a, Ta, margin)
+            swapped = None if res_s is None else _coal_patch(shape_b, Tb, shape_a, Ta, res_s, max_points)
+            if swapped is not None and len(swapped[0]) > 1:
+                patch = (swapped[0], -swapped[1], swapped[2])
+        if patch is not None:
+            pts, nrm, phi = patch
     n = len(pts)
     points = np.array(pts).reshape(n, 3)
     normals = np.tile(nrm, (n, 1))

@@ -540,3 +540,19 @@ def test_coal_cylinder_on_box_patch():
     assert len(phi) <= 3
     with pytest.raises(ValueError):
         make_coal_shape(CONVEX, Z3)
+
+
+def test_coal_patch_of_cylinder_cap_does_not_depend_on_pair_order():
+    """coal 3 returns one rim point for a cylinder's end cap on a box when the normal points along the cylinder's
+    −z axis; coal_contacts retries swapped and gets the full polygon in both orders."""
+    cyl = make_coal_shape(CYLINDER, np.array([0.012, 0.01, 0]))
+    box = make_coal_shape(BOX, np.array([0.05, 0.05, 0.025]))
+    I = np.eye(3)
+    pc, pb = np.array([0.02, 0.02, 0.0096]), np.array([0, 0, -0.025])
+    p1, n1, phi1 = coal_contacts(cyl, I, pc, box, I, pb, 1e-3)
+    p2, n2, phi2 = coal_contacts(box, I, pb, cyl, I, pc, 1e-3)
+    assert len(phi1) == len(phi2) >= 4
+    np.testing.assert_allclose(n1[0], [0, 0, -1], atol=1e-9)
+    np.testing.assert_allclose(n2[0], [0, 0, 1], atol=1e-9)
+    np.testing.assert_allclose(phi1, -4e-4, atol=1e-9)
+    np.testing.assert_allclose(np.sort(p1[:, 0]), np.sort(p2[:, 0]), atol=1e-9)

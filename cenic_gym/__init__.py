@@ -12,9 +12,11 @@ from .external import ExternalSystem, InverseDynamicsPD, JointPD, JointPID
 from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Coupler, Cylinder, HalfSpace, MultibodySystem, RobotInfo,
                     SceneBuilder, Sphere)
 from .simulator import SimState, Simulator
+from .suction import SuctionGripper
 
 __version__ = "0.1.0"
 
 __all__ = ["Box", "Capsule", "ContactMaterial", "ConvexMesh", "Coupler", "Cylinder", "ExternalSystem", "HalfSpace",
            "IntegratorStats", "InverseDynamicsPD", "JointPD", "JointPID",
-           "MultibodySystem", "RobotInfo", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere"]
+           "MultibodySystem", "RobotInfo", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere",
+           "SuctionGripper"]

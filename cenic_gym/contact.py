@@ -33,14 +33,17 @@ def _combine(k1, d1, m1, k2, d2, m2):
 @njit(cache=True)
 def find_contacts(pairs, gtype, gsize, gR, gp, gbound, gjoint, gk, gd, gmus, gmud, base_margin, gspeed, lookahead,
                   out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb, out_k, out_d, out_mus, out_mud,
-                  fallback, pair_margin):
+                  fallback, pair_margin, gbox_c, gbox_h):
     """Broad phase (bounding spheres, half-space planes) + numba narrow phase over all candidate pairs.
 
     A pair's speculative margin is ``base_margin + lookahead * (speed_a + speed_b)``: any pair that could touch
     within the next ``lookahead`` seconds is included, so fast bodies cannot pass into each other unseen between
     two geometry queries (speculative contacts cost nothing until the step would close their gap, ICF §III-B).
-    Pairs that pass the broad phase but need coal are flagged in ``fallback``. Returns the number of contacts."""
+    Pairs that pass the broad phase but need coal are flagged in ``fallback`` once their oriented bounding boxes
+    (``gbox_c``, ``gbox_h`` in the geometry frames) are also within the margin. Returns the number of contacts."""
     n = 0
+    ca = np.empty(3)
+    cb = np.empty(3)
     for ip in range(pairs.shape[0]):
         a = pairs[ip, 0]
         b = pairs[ip, 1]
@@ -61,7 +64,22 @@ def find_contacts(pairs, gtype, gsize, gR, gp, gbound, gjoint, gk, gd, gmus, gmu
         if dist > margin:
             continue
         if not nph.numba_supports(ta, tb):
-            fallback[ip] = 1
+            if ta == nph.HALFSPACE or tb == nph.HALFSPACE:
+                h, o = (a, b) if ta == nph.HALFSPACE else (b, a)
+                gap = 0.0  # plane to box: n·(c − p) − Σ h_j |n·axis_j|
+                for i in range(3):
+                    ci = gp[o, i] + gR[o, i, 0] * gbox_c[o, 0] + gR[o, i, 1] * gbox_c[o, 1] + gR[o, i, 2] * gbox_c[o, 2]
+                    gap += gR[h, i, 2] * (ci - gp[h, i])
+                for j in range(3):
+                    gap -= gbox_h[o, j] * abs(gR[h, 0, 2] * gR[o, 0, j] + gR[h, 1, 2] * gR[o, 1, j]
+                                              + gR[h, 2, 2] * gR[o, 2, j])
+            else:
+                for i in range(3):
+                    ca[i] = gp[a, i] + gR[a, i, 0] * gbox_c[a, 0] + gR[a, i, 1] * gbox_c[a, 1] + gR[a, i, 2] * gbox_c[a, 2]
+                    cb[i] = gp[b, i] + gR[b, i, 0] * gbox_c[b, 0] + gR[b, i, 1] * gbox_c[b, 1] + gR[b, i, 2] * gbox_c[b, 2]
+                gap = nph.box_separation(gbox_h[a], gR[a], ca, gbox_h[b], gR[b], cb)
+            if gap <= margin:
+                fallback[ip] = 1
             continue
         m = nph.collide_primitives(ta, gsize[a], gR[a], gp[a], tb, gsize[b], gR[b], gp[b], margin,
                                    out_p, out_n, out_phi, n)
@@ -149,7 +167,8 @@ class ContactQuery:
             s.geom_joint, s.geom_R, s.geom_p, s.geom_bound, self.geom_Rw, self.geom_pw, self.geom_speed,
             s.pairs, s.geom_type, s.geom_size, s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, self.margin,
             self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb,
-            self._k, self._d, self._mus, self._mud, self._fallback, self._pair_margin, self._Jc, self._cols, self._ncols)
+            self._k, self._d, self._mus, self._mud, self._fallback, self._pair_margin, self._Jc, self._cols, self._ncols,
+            s.geom_box_c, s.geom_box_h)
 
     def query(self, q, v, data, Jw, lookahead=0.0):
         """Contacts at q. ``data`` must hold ``pin.computeJointJacobians(model, data, q)`` whose world Jacobian
@@ -219,13 +238,13 @@ def _query_kernel(q, v, Jw, lookahead, args):
      geom_joint, geom_R, geom_p, geom_bound, geom_Rw, geom_pw, geom_speed,
      pairs, gtype, gsize, gk, gd, gmus, gmud, margin,
      out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb, out_k, out_d, out_mus, out_mud,
-     fallback, pair_margin, Jc, cols, ncols) = args
+     fallback, pair_margin, Jc, cols, ncols, gbox_c, gbox_h) = args
     joint_poses_from_q(q, joint_kind, joint_idx_q, joint_R, joint_p)
     geometry_poses(joint_R, joint_p, geom_joint, geom_R, geom_p, geom_Rw, geom_pw)
     geometry_speeds(Jw, v, joint_cols, joint_ncols, geom_joint, geom_pw, geom_bound, geom_speed)
     n = find_contacts(pairs, gtype, gsize, geom_Rw, geom_pw, geom_bound, geom_joint, gk, gd, gmus, gmud, margin,
                       geom_speed, lookahead, out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb,
-                      out_k, out_d, out_mus, out_mud, fallback, pair_margin)
+                      out_k, out_d, out_mus, out_mud, fallback, pair_margin, gbox_c, gbox_h)
     contact_jacobians(Jw, joint_cols, joint_ncols, out_ja, out_jb, out_p, n, Jc, cols, ncols)
     return n, np.count_nonzero(fallback)
 

@@ -226,6 +226,25 @@ SHAPES = (Sphere, Box, Capsule, Cylinder, ConvexMesh, HalfSpace)
 JOINT_FIXED, JOINT_ROOT_FREE, JOINT_GENERAL = 0, 1, 2
 
 
+def _local_box(shape):
+    """(centre, half extents) of a shape's bounding box in its own frame [m] (inf for a half-space)."""
+    t = shape.geom_type
+    z = np.zeros(3)
+    if t == nph.CONVEX:
+        lo, hi = shape.vertices.min(axis=0), shape.vertices.max(axis=0)
+        return 0.5 * (lo + hi), 0.5 * (hi - lo)
+    if t == nph.HALFSPACE:
+        return z, np.full(3, np.inf)
+    size = shape.size()
+    if t == nph.SPHERE:
+        return z, np.full(3, size[0])
+    if t == nph.BOX:
+        return z, size.copy()
+    if t == nph.CAPSULE:
+        return z, np.array([size[0], size[0], size[1] + size[0]])
+    return z, np.array([size[0], size[0], size[1]])  # cylinder
+
+
 def free_body_joint():
     """The 6-DOF joint of a free body: translation then a spherical joint (Pinocchio composite).
 
@@ -310,6 +329,10 @@ class MultibodySystem:
         self.geom_R = np.array([geo.placement.rotation for geo in g], dtype=float).reshape(ng, 3, 3)
         self.geom_p = np.array([geo.placement.translation for geo in g], dtype=float).reshape(ng, 3)
         self.geom_bound = np.array([geo.shape.bounding_radius() for geo in g], dtype=float)
+        # local bounding boxes (centre, half extents in the geometry frame) for the broad phase of coal pairs
+        boxes = [_local_box(geo.shape) for geo in g]
+        self.geom_box_c = np.array([b[0] for b in boxes], dtype=float).reshape(ng, 3)
+        self.geom_box_h = np.array([b[1] for b in boxes], dtype=float).reshape(ng, 3)
         self.geom_k = np.array([geo.material.stiffness for geo in g], dtype=float)
         self.geom_d = np.array([geo.material.dissipation for geo in g], dtype=float)
         self.geom_mu_s = np.array([geo.material.mu_static for geo in g], dtype=float)

@@ -22,6 +22,8 @@ Conventions (all quantities in world frame, SI units):
   ``MAX_PAIR_CONTACTS`` per pair.
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -279,6 +281,45 @@ def _segment_box_distance(c, u, hs, H):
                     wbox[i] = ec[i] + t * ax[i]
                     wseg[i] = c[i] + s * u[i]
     return best, wbox, wseg
+
+
+@njit(cache=True)
+def box_separation(hA, RA, pA, hB, RB, pB):
+    """A lower bound of the distance between two oriented boxes (half extents h, rotation R, centre p): the
+    largest gap between their projections on the 15 separating axes (≤ 0 when they overlap). Projections are
+    1-Lipschitz, so any positive gap bounds the Euclidean distance from below."""
+    best = -np.inf
+    d = np.empty(3)
+    for i in range(3):
+        d[i] = pB[i] - pA[i]
+    L = np.empty(3)
+    for k in range(15):
+        if k < 3:
+            for i in range(3):
+                L[i] = RA[i, k]
+        elif k < 6:
+            for i in range(3):
+                L[i] = RB[i, k - 3]
+        else:
+            a = (k - 6) // 3
+            b = (k - 6) % 3
+            L[0] = RA[1, a] * RB[2, b] - RA[2, a] * RB[1, b]
+            L[1] = RA[2, a] * RB[0, b] - RA[0, a] * RB[2, b]
+            L[2] = RA[0, a] * RB[1, b] - RA[1, a] * RB[0, b]
+            nl = math.sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2])
+            if nl < 1e-9:
+                continue
+            for i in range(3):
+                L[i] /= nl
+        ra = 0.0
+        rb = 0.0
+        for j in range(3):
+            ra += hA[j] * abs(RA[0, j] * L[0] + RA[1, j] * L[1] + RA[2, j] * L[2])
+            rb += hB[j] * abs(RB[0, j] * L[0] + RB[1, j] * L[1] + RB[2, j] * L[2])
+        gap = abs(d[0] * L[0] + d[1] * L[1] + d[2] * L[2]) - ra - rb
+        if gap > best:
+            best = gap
+    return best
 
 
 @njit(cache=True)

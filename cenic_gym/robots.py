@@ -11,7 +11,8 @@ The PyPI package ``example-robot-data`` (a cmeel wheel) installs its files under
 
 The conversion of collision geometry (coal primitives and meshes -> our shapes) and the small XML parsers
 (URDF ``<mimic>``, SRDF ``<disable_collisions>`` / ``<group_state>``, MJCF ``<equality><joint>`` /
-``<contact><exclude>``) live here; :meth:`cenic_gym.model.SceneBuilder.add_robot` does the merging.
+``<contact><exclude>``) live here, and so does the merging of a robot into a scene (:func:`add_robot`, called by
+:meth:`cenic_gym.model.SceneBuilder.add_robot`).
 """
 from __future__ import annotations
 
@@ -20,13 +21,18 @@ import math
 import os
 import site
 import sys
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
+import pinocchio as pin
 
-from .model import Box, Capsule, ConvexMesh, Cylinder, Sphere
+from . import narrowphase as nph
+from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Cylinder, Geometry, RobotInfo, Sphere, _rotation,
+                    _vec3, free_body_joint, is_free_body_joint)
 
 ERD_PACKAGE = "example-robot-data"
 _ROBOTS_SUBDIR = Path("cmeel.prefix") / "share" / "example-robot-data" / "robots"
@@ -286,3 +292,362 @@ def default_package_dirs(path):
         dirs.append(str(p))
         p = p.parent
     return dirs
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Robots from model files (helpers of SceneBuilder.add_robot)
+# --------------------------------------------------------------------------------------------------------------
+
+# Per-q and per-v vectors of pin.Model copied from the robot's file (those this Pinocchio has).
+_Q_ATTRS = ("lowerPositionLimit", "upperPositionLimit", "positionLimitMargin")
+_V_ATTRS = ("lowerEffortLimit", "upperEffortLimit", "effortLimit", "lowerVelocityLimit", "upperVelocityLimit",
+            "velocityLimit", "lowerDryFrictionLimit", "upperDryFrictionLimit", "friction", "damping", "armature",
+            "rotorInertia", "rotorGearRatio")
+
+
+def _is_free_joint(joint):
+    return joint.shortname() == "JointModelFreeFlyer" or is_free_body_joint(joint)
+
+
+def _load_robot_files(builder, robot, name, base, package_dirs, srdf):
+    """Resolve a preset or file and build the robot's own Pinocchio model and collision GeometryModel."""
+    preset_name = None
+    if isinstance(robot, RobotPreset):
+        preset = robot
+    elif isinstance(robot, str) and robot in PRESETS and not Path(robot).exists():
+        preset, preset_name = PRESETS[robot], robot
+    else:
+        preset = None
+    if preset is not None:
+        path = preset.urdf_path()
+        if srdf is None:
+            srdf = preset.srdf_path()
+        base = preset.base if base is None else base
+    else:
+        if not isinstance(robot, (str, Path)):
+            raise ValueError(f"robot must be a model file path or a preset name, got {robot!r}")
+        path = Path(robot)
+        if not path.is_file():
+            raise FileNotFoundError(f"robot model file {str(robot)!r} not found (presets: {sorted(PRESETS)})")
+    base = "fixed" if base is None else base
+    if base not in ("fixed", "free"):
+        raise ValueError(f"base must be 'fixed' or 'free', got base={base!r}")
+    suffix = path.suffix.lower()
+    if suffix == ".urdf":
+        fmt = "urdf"
+    elif suffix in (".xml", ".mjcf"):
+        fmt = "mjcf"
+    else:
+        raise ValueError(f"unknown robot model format {path.suffix!r} of {path}: use .urdf or MJCF .xml")
+    if srdf is not None:
+        srdf = Path(srdf)
+        if not srdf.is_file():
+            raise FileNotFoundError(f"SRDF file {str(srdf)!r} not found")
+    try:
+        if fmt == "urdf":
+            if base == "free":
+                R = pin.buildModelFromUrdf(str(path), free_body_joint(), "root_joint")
+            else:
+                R = pin.buildModelFromUrdf(str(path))
+            dirs = default_package_dirs(path) if package_dirs is None else (
+                [str(package_dirs)] if isinstance(package_dirs, (str, Path)) else [str(d) for d in package_dirs])
+            G = pin.buildGeomFromUrdf(R, str(path), pin.COLLISION, package_dirs=dirs)
+        else:
+            R = pin.buildModelFromMJCF(str(path))
+            if base == "free" and not any(R.parents[j] == 0 and _is_free_joint(R.joints[j])
+                                          for j in range(1, R.njoints)):
+                R = pin.buildModelFromMJCF(str(path), free_body_joint(), "root_joint")
+                R = R[0] if isinstance(R, tuple) else R
+            G = pin.buildGeomFromMJCF(R, str(path), pin.COLLISION)
+    except (RuntimeError, ValueError, OSError) as e:
+        raise ValueError(f"cannot load robot model {path}: {e}") from e
+    if name is None:
+        name = preset_name or R.name or path.stem
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ValueError(f"robot name must be a non-empty string without '/', got {name!r}")
+    if name in builder.robots or any(n.startswith(f"{name}/") or n == name for n in builder.model.names):
+        raise ValueError(f"a robot or body named {name!r} already exists")
+    return name, base, path, fmt, srdf, R, G
+
+
+def _robot_q0(R, q0, joints, srdf):
+    """Robot configuration (R.nq,) from q0 (see add_robot) and the set of joints given explicitly."""
+    qR = pin.neutral(R)
+    refs = R.referenceConfigurations
+    if "qpos0" in refs:  # MJCF: MuJoCo's initial configuration (body poses of free joints)
+        qR = np.array(refs["qpos0"], dtype=float)
+    explicit = set()
+    if q0 is None:
+        return qR, explicit
+    if isinstance(q0, str):
+        if srdf is None:
+            raise ValueError(f"q0={q0!r} names an SRDF group state, but no SRDF was given")
+        states = srdf_group_states(srdf)
+        if q0 not in states:
+            raise ValueError(f"SRDF {srdf} has no group_state {q0!r}; states: {sorted(states)}")
+        q0 = {jn: val for jn, val in states[q0].items() if R.existJointName(jn)
+              and R.getJointId(jn) in joints}
+    if isinstance(q0, dict):
+        for jn, val in q0.items():
+            if not R.existJointName(jn) or R.getJointId(jn) not in joints:
+                raise ValueError(f"q0: no joint {jn!r} in the robot (joints: {[R.names[j] for j in joints]})")
+            j = R.getJointId(jn)
+            val = np.atleast_1d(np.asarray(val, dtype=float))
+            if val.shape != (R.nqs[j],) or not np.all(np.isfinite(val)):
+                raise ValueError(f"q0[{jn!r}] must be {R.nqs[j]} finite value(s), got {val!r}")
+            qR[R.idx_qs[j]:R.idx_qs[j] + R.nqs[j]] = val
+            explicit.add(j)
+        return qR, explicit
+    idx = [i for j in joints for i in range(R.idx_qs[j], R.idx_qs[j] + R.nqs[j])]
+    arr = np.asarray(q0, dtype=float)
+    if arr.shape != (len(idx),) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"q0 must be a finite array of the robot joints' {len(idx)} positions "
+                         f"(free base excluded), got shape {arr.shape}")
+    qR[idx] = arr
+    return qR, set(joints)
+
+
+def _clip_to_limits(R, joints, q):
+    """q with the 1-DOF joints clipped to their position limits."""
+    q = q.copy()
+    for j in joints:
+        if R.nqs[j] == 1:
+            i = R.idx_qs[j]
+            q[i] = min(max(q[i], R.lowerPositionLimit[i]), R.upperPositionLimit[i])
+    return q
+
+
+def _per_joint_values(R, joints, value, label):
+    """{v index in R: value} for an override given as a number (all joints) or a dict {joint name: value}."""
+    items = value.items() if isinstance(value, dict) else [(R.names[j], value) for j in joints]
+    out = {}
+    for jn, val in items:
+        if not R.existJointName(jn) or R.getJointId(jn) not in joints:
+            raise ValueError(f"{label}: no joint {jn!r} in the robot")
+        val = float(val)
+        if not (np.isfinite(val) and val >= 0):
+            raise ValueError(f"{label}[{jn!r}] must be finite and >= 0, got {val!r}")
+        j = R.getJointId(jn)
+        for iv in range(R.idx_vs[j], R.idx_vs[j] + R.nvs[j]):
+            out[iv] = val
+    return out
+
+
+class _RobotGeom(NamedTuple):
+    name: str  # as in the file (Pinocchio's GeometryObject name)
+    shape: object
+    joint: int  # joint index in the robot's own model
+    link: str  # link (body frame) name
+    placement: pin.SE3  # in the joint frame
+
+
+def _fuse_capsules(items, tol=5e-3):
+    """Replace a cylinder and two spheres of its radius centred on its end caps (same joint; centres within
+    ``tol`` times the radius, radii within 1e-6) by one capsule — the pattern of e.g. example-robot-data's
+    panda_collision.urdf, whose rpy angles are rounded (hand: 1e-4 m off). The capsule keeps the cylinder's name."""
+    drop, out = set(), []
+    spheres = [k for k, it in enumerate(items) if isinstance(it.shape, Sphere)]
+    fused = {}
+    for i, it in enumerate(items):
+        if not isinstance(it.shape, Cylinder):
+            continue
+        r, L = it.shape.radius, it.shape.length
+        ends = [it.placement.act(np.array([0.0, 0.0, s * 0.5 * L])) for s in (1.0, -1.0)]
+        match = []
+        for e in ends:
+            ks = [k for k in spheres if k not in drop and items[k].joint == it.joint
+                  and abs(items[k].shape.radius - r) <= 1e-6 * r
+                  and np.linalg.norm(items[k].placement.translation - e) <= tol * r]
+            match.append(ks[0] if ks else None)
+        if None not in match and match[0] != match[1]:
+            drop.update(match)
+            fused[i] = it._replace(shape=Capsule(r, L))
+    for i, it in enumerate(items):
+        if i not in drop:
+            out.append(fused.get(i, it))
+    return out
+
+
+def _pairs_touching_at_neutral(R, items, gnames, grjoint, skip):
+    """Pairs of the robot's geometries (on different joints) that touch in the neutral configuration clipped to
+    the joint limits — MoveIt's "Default" rule, for files without an SRDF (e.g. the Allegro palm box overlaps the
+    thumb's second link in almost every configuration)."""
+    import coal
+
+    q = _clip_to_limits(R, range(1, R.njoints), pin.neutral(R))
+    d = R.createData()
+    pin.forwardKinematics(R, d, q)
+    coal_shapes = [nph.make_coal_shape(it.shape.geom_type, it.shape.size(), getattr(it.shape, "vertices", None))
+                   for it in items]
+    X = [d.oMi[it.joint] * it.placement for it in items]
+    tf = [coal.Transform3s(x.rotation, x.translation) for x in X]
+    out = set()
+    n = len(gnames)
+    for a in range(n):
+        for b in range(a + 1, n):
+            if grjoint[a] == grjoint[b] or (gnames[a], gnames[b]) in skip:
+                continue
+            res = coal.DistanceResult()
+            coal.distance(coal_shapes[a], tf[a], coal_shapes[b], tf[b], coal.DistanceRequest(), res)
+            if res.min_distance <= 0.0:
+                out.add((gnames[a], gnames[b]))
+    return out
+
+
+def _robot_disabled_pairs(R, items, path, fmt, srdf, gnames, grjoint, link_geoms, self_collision):
+    """Geometry-name pairs of one robot that never collide: SRDF <disable_collisions> if an SRDF is given, else
+    geometries of parent/child joints and pairs touching in the neutral configuration (MJCF: plus
+    <contact><exclude>); all pairs if not self_collision."""
+    out = set()
+    n = len(gnames)
+    if not self_collision:
+        return {(gnames[a], gnames[b]) for a in range(n) for b in range(a + 1, n)}
+    if srdf is not None:
+        unknown = set()
+        for l1, l2 in srdf_disabled_links(srdf):
+            for ln in (l1, l2):
+                if not R.existFrame(ln):
+                    unknown.add(ln)
+            out |= {(a, b) for a in link_geoms.get(l1, ()) for b in link_geoms.get(l2, ())}
+        if unknown:
+            warnings.warn(f"SRDF {srdf}: links {sorted(unknown)} are not in {path}")
+        return out
+    for a in range(n):
+        for b in range(a + 1, n):
+            ja, jb = grjoint[a], grjoint[b]
+            if ja != jb and (R.parents[ja] == jb or R.parents[jb] == ja):
+                out.add((gnames[a], gnames[b]))
+    out |= _pairs_touching_at_neutral(R, items, gnames, grjoint, out)
+    if fmt == "mjcf":
+        for b1, b2 in mjcf_excludes(path):
+            out |= {(a, b) for a in link_geoms.get(b1, ()) for b in link_geoms.get(b2, ())}
+    return out
+
+
+def add_robot(builder, robot, name=None, base=None, position=(0, 0, 0), rotation=None, material=ContactMaterial(),
+              package_dirs=None, srdf=None, q0=None, armature=None, damping=None, self_collision=True,
+              fuse_capsules=True, exclude_links=None):
+    """Implementation of :meth:`cenic_gym.model.SceneBuilder.add_robot` (see there): load the robot's files,
+    check everything, then merge its kinematic tree, limits, couplers and convex collision geometry."""
+
+    rob = _load_robot_files(builder, robot, name, base, package_dirs, srdf)
+    name, base, path, fmt, srdf, R, G = rob
+    preset = PRESETS.get(robot) if isinstance(robot, str) and not Path(robot).exists() else (
+        robot if isinstance(robot, RobotPreset) else None)
+    if q0 is None and preset is not None and preset.q0 is not None and srdf is not None \
+            and preset.q0 in srdf_group_states(srdf):  # the preset's named pose (if its SRDF has it)
+        q0 = preset.q0
+    X_base = pin.SE3(_rotation(rotation), _vec3(position, "position"))
+    if not isinstance(material, ContactMaterial):
+        raise ValueError(f"material must be a ContactMaterial, got {material!r}")
+
+    # -- everything that can fail, before the model is touched ----------------------------------------------
+    free_roots = [j for j in range(1, R.njoints) if R.parents[j] == 0 and _is_free_joint(R.joints[j])]
+    if base == "fixed" and free_roots:
+        raise ValueError(f"{path} has a free joint at its root ({R.names[free_roots[0]]!r}): use base='free'")
+    if exclude_links is None:
+        exclude_links = preset.exclude_links if preset is not None else ()
+    exclude_links = (exclude_links,) if isinstance(exclude_links, str) else tuple(exclude_links)
+    unknown = [ln for ln in exclude_links if not R.existFrame(ln)]
+    if unknown:
+        raise ValueError(f"exclude_links: no links {unknown} in {path}")
+    items = [_RobotGeom(go.name, shape_from_coal(go.geometry, go.name), go.parentJoint,
+                        R.frames[go.parentFrame].name, go.placement) for go in G.geometryObjects
+             if R.frames[go.parentFrame].name not in exclude_links]
+    if fuse_capsules:
+        items = _fuse_capsules(items)
+    joints = [j for j in range(1, R.njoints) if j not in free_roots]
+    qR, explicit = _robot_q0(R, q0, joints, srdf)
+    couplers = []
+    pairs = (urdf_mimics(path) if fmt == "urdf" else mjcf_joint_equalities(path))
+    for driven, source, ratio, offset in pairs:
+        if not (R.existJointName(driven) and R.existJointName(source)):
+            warnings.warn(f"{path}: coupler {driven!r} <- {source!r} skipped: not both movable joints")
+            continue
+        jd, js = R.getJointId(driven), R.getJointId(source)
+        for j in (jd, js):
+            if not (R.nqs[j] == 1 and R.nvs[j] == 1):
+                raise ValueError(f"{path}: coupled joint {R.names[j]!r} is not a 1-DOF joint")
+        couplers.append((jd, js, float(ratio), float(offset)))
+    qR = _clip_to_limits(R, joints, qR)
+    for jd, js, ratio, offset in couplers:
+        if jd not in explicit:
+            qR[R.idx_qs[jd]] = ratio * qR[R.idx_qs[js]] + offset
+    qR = _clip_to_limits(R, joints, qR)
+    overrides = {}
+    for label, value in (("armature", armature), ("damping", damping)):
+        if value is not None:
+            overrides[label] = _per_joint_values(R, joints, value, label)
+    gnames, grjoint, link_geoms = [], [], {}
+    taken = {g.name for g in builder.geometries}
+    for it in items:
+        gname = f"{name}/{it.name}"
+        k = 1
+        while gname in taken:
+            gname, k = f"{name}/{it.name}_{k}", k + 1
+        taken.add(gname)
+        gnames.append(gname)
+        grjoint.append(it.joint)
+        link_geoms.setdefault(it.link, []).append(gname)
+    disabled = _robot_disabled_pairs(R, items, path, fmt, srdf, gnames, grjoint, link_geoms, self_collision)
+
+    # -- merge the kinematic tree --------------------------------------------------------------------------
+    m = builder.model
+    nq0, nv0 = m.nq, m.nv
+    jmap = {0: 0}
+    for j in range(1, R.njoints):
+        full = f"{name}/{R.names[j]}"
+        if j in free_roots:
+            jmap[j] = m.addJoint(0, free_body_joint(), pin.SE3.Identity(), full)
+        else:
+            X = X_base * R.jointPlacements[j] if R.parents[j] == 0 else R.jointPlacements[j]
+            jmap[j] = m.addJoint(jmap[R.parents[j]], R.joints[j], X, full)
+        m.appendBodyToJoint(jmap[j], R.inertias[j], pin.SE3.Identity())
+        assert m.idx_qs[jmap[j]] == nq0 + R.idx_qs[j] and m.idx_vs[jmap[j]] == nv0 + R.idx_vs[j]
+    qs, vs = slice(nq0, nq0 + R.nq), slice(nv0, nv0 + R.nv)
+    for attrs, sl in ((_Q_ATTRS, qs), (_V_ATTRS, vs)):
+        for attr in attrs:
+            if hasattr(R, attr):
+                arr = np.array(getattr(m, attr), dtype=float)
+                arr[sl] = np.asarray(getattr(R, attr), dtype=float)
+                setattr(m, attr, arr)
+    for label, vals in overrides.items():
+        arr = np.array(getattr(m, label), dtype=float)
+        for iv, val in vals.items():
+            arr[nv0 + iv] = val
+        setattr(m, label, arr)
+    fmap = {0: 0}
+    for fi in range(1, R.nframes):
+        f = R.frames[fi]
+        nf = pin.Frame(f)
+        nf.name = f"{name}/{f.name}"
+        nf.parentJoint = jmap[f.parentJoint]
+        nf.parentFrame = fmap[f.parentFrame]
+        nf.placement = X_base * f.placement if f.parentJoint == 0 else f.placement
+        fmap[fi] = m.addFrame(nf, False)  # the joint inertias above already hold the fixed links
+
+    # -- initial state -----------------------------------------------------------------------------------------
+    q = qR.copy()
+    for j in free_roots:
+        i = R.idx_qs[j]
+        X = X_base * R.jointPlacements[j] * pin.XYZQUATToSE3(qR[i:i + 7])
+        q[i:i + 7] = pin.SE3ToXYZQUAT(X)
+    builder.q0.append(q)
+    builder.v0.append(np.zeros(R.nv))
+
+    # -- collision geometry ----------------------------------------------------------------------------------
+    for it, gname in zip(items, gnames):
+        X = X_base * it.placement if it.joint == 0 else it.placement
+        builder.geometries.append(Geometry(gname, it.shape, jmap[it.joint], X, material))
+    builder.disabled_pairs |= disabled
+    for jd, js, ratio, offset in couplers:
+        builder.add_coupler(jmap[jd], jmap[js], ratio, offset)
+
+    links = tuple(f.name for f in R.frames if f.type == pin.FrameType.BODY)
+    builder.robots[name] = RobotInfo(
+        name, str(path), base, jmap[free_roots[0]] if free_roots else 0,
+        tuple(R.names[j] for j in joints), np.array([jmap[j] for j in joints], dtype=np.int64),
+        np.array([nq0 + i for j in joints for i in range(R.idx_qs[j], R.idx_qs[j] + R.nqs[j])], dtype=np.int64),
+        np.array([nv0 + i for j in joints for i in range(R.idx_vs[j], R.idx_vs[j] + R.nvs[j])], dtype=np.int64),
+        links, tuple(gnames))
+    return builder

@@ -102,3 +102,93 @@ def clutter(n_objects=20, stiffness=1e5, dissipation=50.0, mu=0.5, seed=0, bin_i
         else:
             b.add_body(f"sphere{i}", Sphere(0.05), mass=0.524, position=(x, y, z), material=mat)
     return b.build()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Panda grasping a box (CENIC §VII-D1, Fig. 6c / 12): shared by tests/test_grasp.py and benchmarks/stiff_control.py
+# --------------------------------------------------------------------------------------------------------------
+
+PANDA_TCP = "panda/panda_hand_tcp"  # between the finger pads, 10.34 cm below the hand flange along its z axis
+HAND_DOWN = np.diag([1.0, -1.0, -1.0])  # hand z down, fingers closing along world y (the Panda's ready pose)
+
+
+def min_jerk(s):
+    """Minimum-jerk blend on s ∈ [0, 1] (clipped): position 10s³ − 15s⁴ + 6s⁵ and its first two derivatives in s."""
+    s = min(max(float(s), 0.0), 1.0)
+    return (s**3 * (10 - 15 * s + 6 * s * s), 30 * s * s * (1 - s) ** 2, 60 * s * (1 - s) * (1 - 2 * s))
+
+
+def panda_ik(system, position, rotation=HAND_DOWN, q_init=None, frame=PANDA_TCP, robot="panda", tol=1e-10,
+             max_iters=200, damping=1e-6):
+    """Damped least-squares inverse kinematics of the Panda's 7 arm joints for a frame pose (world).
+
+    position [m], rotation (3x3): target pose of ``frame``. Iterates Δq = Jᵀ(J Jᵀ + λI)⁻¹ e with the 6-D error
+    e = log(oMf⁻¹ oMd) in the frame (Pinocchio LOCAL Jacobian), clipped to the joint limits; the fingers keep their
+    values from ``q_init`` (default ``system.q0``). Returns the full q (nq,); raises RuntimeError if the pose is
+    not reached to ``tol`` (squared error norm)."""
+    import pinocchio as pin
+
+    m = system.model
+    d = m.createData()
+    fid = system.frame_id(frame)
+    arm_q = system.robot_q_indices(robot)[:7]
+    arm_v = system.robot_v_indices(robot)[:7]
+    q = np.array(system.q0 if q_init is None else q_init, dtype=float)
+    target = pin.SE3(np.asarray(rotation, dtype=float), np.asarray(position, dtype=float))
+    lo, hi = m.lowerPositionLimit[arm_q], m.upperPositionLimit[arm_q]
+    for _ in range(max_iters):
+        pin.framesForwardKinematics(m, d, q)
+        err = pin.log6(d.oMf[fid].actInv(target)).vector
+        if err @ err < tol:
+            return q
+        J = pin.computeFrameJacobian(m, d, q, fid, pin.LOCAL)[:, arm_v]
+        J = pin.Jlog6(d.oMf[fid].actInv(target)) @ J
+        dq = J.T @ np.linalg.solve(J @ J.T + damping * np.eye(6), err)
+        q[arm_q] = np.clip(q[arm_q] + dq, lo, hi)
+    raise RuntimeError(f"panda_ik: pose not reached (|e|² = {err @ err:.3g}) for position {position}")
+
+
+def panda_box_grasp(box_xy=(0.5, -0.15), box_size=(0.16, 0.06, 0.21), box_mass=0.4, grasp_depth=0.02,
+                    finger_gap=0.005, lifted=0.0, armature=0.1, robot_material=None, box_material=None,
+                    ground_material=None):
+    """The Panda (fixed base at the origin) with its hand around the top of a box that stands on the ground.
+
+    box_size: (x, y, z) side lengths [m]; the fingers close along y (default: a 16 x 6 x 21 cm cereal box, 0.4 kg,
+    gripped across its 6 cm side). The tool frame :data:`PANDA_TCP` (the middle of the finger pads) is placed
+    ``grasp_depth`` below the box top, hand pointing down (:data:`HAND_DOWN`), arm joints by :func:`panda_ik`
+    from the SRDF ready pose. The fingers start ``finger_gap`` [m] clear of the box on each side (0: touching).
+    lifted: the box (and hand) start this far above the ground [m] (held in the air; use with finger_gap=0).
+    armature: reflected rotor inertia of the 7 arm joints [kg m²] (example-robot-data's URDF has none; MuJoCo
+    Menagerie's Panda uses 0.1). It matters for stiff joint-space control: the implicit treatment keeps only
+    diag(∂τ/∂v) of an inverse-dynamics controller, which is stable at high gains only if the Jacobi iteration
+    of the mass matrix converges, ρ(diag(M)⁻¹ offdiag(M)) < 1 — about 1.2 for the bare Panda, < 0.96 with 0.1.
+
+    Materials (per geometry; pairs combine in series, physics-notes §2.2): robot k = 1e5 N/m, d = 20 s/m, μ = 1
+    (rubber-like pads); box k = 1e5 N/m, d = 20 s/m, μ = 1; ground k = 1e5 N/m, d = 20 s/m, μ = 0.5. Finger/box
+    pairs: k = 5e4 N/m per contact point, μ = 1. Returns the system; ``system.q0`` is the initial state."""
+    from .model import ContactMaterial as CM  # noqa: N817
+
+    robot_material = robot_material or CM(stiffness=1e5, dissipation=20.0, mu_static=1.0)
+    box_material = box_material or CM(stiffness=1e5, dissipation=20.0, mu_static=1.0)
+    ground_material = ground_material or CM(stiffness=1e5, dissipation=20.0, mu_static=0.5)
+    lx, ly, lz = map(float, box_size)
+    bx, by = map(float, box_xy)
+    # static sag of the box on the ground: 4 corner points, pair stiffness in series
+    k_pair = box_material.stiffness * ground_material.stiffness / (box_material.stiffness + ground_material.stiffness)
+    zc = 0.5 * lz + float(lifted) - (box_mass * 9.81 / (4 * k_pair) if lifted == 0.0 else 0.0)
+    opening = min(0.5 * ly + float(finger_gap), 0.04)  # each finger's joint position (limit 4 cm)
+
+    def build(q_robot):
+        b = SceneBuilder()
+        b.add_ground(ground_material)
+        b.add_robot("panda", name="panda", material=robot_material, q0=q_robot,
+                    armature={f"panda_joint{i}": float(armature) for i in range(1, 8)})
+        b.add_body("box", Box((lx, ly, lz)), mass=box_mass, position=(bx, by, zc), material=box_material)
+        return b.build()
+
+    sys0 = build(None)
+    q = sys0.q0.copy()
+    fq = sys0.robot_q_indices("panda")[7:]
+    q[fq] = opening
+    q = panda_ik(sys0, (bx, by, zc + 0.5 * lz - grasp_depth), q_init=q)
+    return build(q[sys0.robot_q_indices("panda")])

@@ -210,7 +210,13 @@ class JointPID(JointPD):
 class InverseDynamicsPD(ExternalSystem):
     """Inverse-dynamics (computed-torque) PD (CENIC §VII-D1): τ = M(q) v̇_d + k(q, v) on ``dofs`` with
     v̇_d = a_ff + K_p (q_d − q) + K_d (v_d − v) on those DOFs and 0 elsewhere. Nonlinear and coupled: linearized
-    by forward differences (only diag(−∂τ/∂v) ≈ M_ii (K_d + δt K_p) enters C). Effort limits from the model."""
+    by forward differences (only diag(−∂τ/∂v) ≈ M_ii (K_d + δt K_p) enters C). Effort limits from the model.
+
+    Keeping only the diagonal makes the off-diagonal part M_ij v̇_d,j explicit: at very high gains the step is
+    a Jacobi iteration on M and diverges when ρ(diag(M)⁻¹ offdiag(M)) > 1 (steps then shrink). The bare
+    example-robot-data Panda has ρ ≈ 1.2 in a grasp pose; with realistic reflected rotor inertia (armature
+    0.1 kg m², ``add_robot(..., armature=...)``) ρ ≈ 0.95 and the step count is flat up to K = 1e6
+    (benchmarks/stiff_control.py)."""
 
     def __init__(self, system, dofs, kp, kd, q_d=None, v_d=None, a_ff=None, effort_limit="model", implicit=True):
         dofs = np.asarray(dofs, dtype=np.int64).reshape(-1)

@@ -2,21 +2,42 @@
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/profile_scenes.py
 
+Per attempted step, :class:`cenic_gym.cenic.CenicIntegrator` makes these calls from Python (everything else runs
+inside them):
+
+- ``_prepare`` (once for x^n when it is new, once for the midpoint state): ``pin.computeJointJacobians``,
+  ``pin.crba``, ``pin.nonLinearEffects`` and one numba call ``prepare_kernel`` (contact query + lagged state terms);
+  ``ContactQuery.coal_fallback`` + ``state_terms`` only when some pair needs coal (not in these scenes);
+- ``_full_and_half``: one numba call ``icf_full_and_half`` (full step + first half step: two ``icf_step``, each
+  building A, r, calling ``solver.solve`` and integrating q);
+- ``_icf``: one numba call ``icf_step`` (second half step);
+- ``max_abs_diff`` (numba) for the error estimate; ``pin.integrate`` only for joints ``integrate_q`` cannot handle.
+
 Four views, written as text under ``benchmarks/profiles/`` and summarised on stdout:
 
-1. ``leaf_timing``: every numba kernel and Pinocchio call that the integrator makes from Python is wrapped in a
-   timing shim (perf_counter, ~0.2 µs per call); per primitive: calls, total, µs per call and share of
-   ``wall_total``. Everything not in a leaf is Python glue (step control, array allocation, dataclasses, timers).
-2. cProfile (``-s cumtime`` and ``tottime`` listings) with the same leaves wrapped in named Python shims, because
-   cProfile cannot see calls into numba dispatchers or Boost.Python functions (their time would otherwise be
-   charged to the calling Python function).
-3. Inside the single numba ``solver.solve`` call (clutter only): a sample of the convex problems met during the run
-   is replayed in compiled loops to time its parts (cost + gradient + Hessian assembly, dense Cholesky, triangular
-   solves, line search) and scaled by the run's counters.
+1. ``leaf_timing``: every numba kernel and Pinocchio call that the integrator makes from Python (``LEAVES``) is
+   replaced by a timing shim (perf_counter); per primitive: calls, total, µs per call and share of ``wall_total``.
+   Everything not in a leaf is Python glue (step control, ``_gain_pool``, array allocation, dataclasses, timers).
+   The leaves are module globals looked up at call time by ``cenic.py``, so patching ``cenic_gym.cenic.<name>``
+   reaches them; numba code that calls a kernel (``icf_full_and_half`` -> ``icf_step``) is not affected.
+2. cProfile (``-s cumtime`` and ``tottime`` listings) with the same leaves wrapped in named Python shims
+   (``<label>:1(...)`` rows), so that every numba dispatcher and Boost.Python function gets one unambiguous row with
+   its call count (cProfile lists a numba dispatcher under its Python definition, e.g. ``cenic.py:68(prepare_kernel)``
+   = compiled code + dispatch; the shim row's extra cumulative time is the shim itself).
+3. Inside ``solver.solve``: ``solve`` is called from numba (``icf_step``), so it cannot be patched from Python.
+   Instead the Python-level calls of ``icf_step`` and ``icf_full_and_half`` are recorded (every k-th), each convex
+   problem is rebuilt from their arguments exactly as ``icf_step`` does (A = M + δt diag(damping),
+   r = M v^n − δt bias, the warm start, the four constraint pools as tuples, copied out of the per-cache buffers),
+   and ``slv.solve``, ``slv.cost_gradient_hessian``, ``np.linalg.cholesky``, ``slv._cholesky_solve`` and
+   ``slv.exact_line_search`` are replayed in compiled loops (numba has no wall clock in nopython mode), then scaled
+   by each problem's own Newton / factorization counters.
+4. Micro-timings (sphere drop, in flight and in contact): the statements of the per-step path (``_prepare``,
+   ``_full_and_half``, ``_icf``, a whole accepted step from a restored state, each Pinocchio call, each numba call
+   with the run's arguments, and the dispatch cost of no-op numba functions taking the same big tuple arguments),
+   via ``timeit``.
 
-4. Micro-timings (sphere drop): the cost of single statements of the per-step Python path (numba dispatch of a
-   30-argument call, ``_prepare``, ``_icf``, ``ContactQuery.query``, small numpy expressions), via ``timeit``.
-The sphere drop is short (~35 ms for 2 s), so it is repeated ``DROP_REPEATS`` times inside each profile.
+The sphere drop is short (~10 ms for 2 s), so it is repeated ``DROP_REPEATS`` times inside views 1 and 2; view 1
+keeps the best of ``TRIALS`` runs (the machine may be shared).
 """
 from __future__ import annotations
 
@@ -28,6 +49,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import cProfile  # noqa: E402
 import io  # noqa: E402
 import pstats  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -43,6 +65,7 @@ from cenic_gym import Simulator, scenes  # noqa: E402
 OUT = Path(__file__).resolve().parent / "profiles"
 EPS = 1e-3
 DROP_REPEATS = 20
+TRIALS = 3  # leaf timing: best of this many runs (each of the scene's repeats)
 
 CASES = [
     ("clutter", scenes.clutter, 2.0, 1),
@@ -50,37 +73,41 @@ CASES = [
      DROP_REPEATS),
 ]
 
-# (module, attribute, label) of every non-Python leaf the integrator calls from Python
+# (namespace, attribute, label) of every non-Python leaf the integrator calls from Python
 LEAVES = [
     (pin, "computeJointJacobians", "pin.computeJointJacobians"),
     (pin, "crba", "pin.crba"),
     (pin, "nonLinearEffects", "pin.nonLinearEffects"),
     (pin, "integrate", "pin.integrate"),
-    (slv, "solve", "numba solver.solve"),
-    (cenic_mod, "contact_lagged_params", "numba icf.contact_lagged_params"),
     (cenic_mod, "prepare_kernel", "numba cenic.prepare_kernel"),
-    (contact_mod, "joint_poses_from_q", "numba kinematics.joint_poses_from_q"),
-    (contact_mod, "geometry_poses", "numba kinematics.geometry_poses"),
-    (contact_mod, "geometry_speeds", "numba kinematics.geometry_speeds"),
-    (contact_mod, "find_contacts", "numba contact.find_contacts"),
-    (contact_mod, "contact_jacobians", "numba kinematics.contact_jacobians"),
+    (cenic_mod, "icf_full_and_half", "numba cenic.icf_full_and_half"),
+    (cenic_mod, "icf_step", "numba cenic.icf_step"),
+    (cenic_mod, "max_abs_diff", "numba cenic.max_abs_diff"),
+    (cenic_mod, "state_terms", "numba cenic.state_terms (coal path)"),
+    (contact_mod.ContactQuery, "coal_fallback", "ContactQuery.coal_fallback"),
 ]
+# leaves that belong to one phase of IntegratorStats, for the per-attempt summary
+PIN_LEAVES = {"pin.computeJointJacobians", "pin.crba", "pin.nonLinearEffects", "pin.integrate"}
+NUMBA_LEAVES = {"numba cenic.prepare_kernel", "numba cenic.icf_full_and_half", "numba cenic.icf_step",
+                "numba cenic.max_abs_diff", "numba cenic.state_terms (coal path)"}
 
 
 def warm_up():
-    Simulator(scenes.clutter(), accuracy=EPS).advance_to(0.05)
-    Simulator(scenes.sphere_drop(), accuracy=EPS).advance_to(0.05)
+    """Load / compile every numba specialization before any leaf is patched (a patched global would break a
+    compilation that happens while it is patched)."""
+    for _, factory, _, _ in CASES:
+        Simulator(factory(), accuracy=EPS).advance_to(0.6)
 
 
 def run_case(factory, t_end, repeats):
-    """Returns summed wall_total, accepted, rejected, solves, geometry_queries over the repeats."""
+    """Returns summed IntegratorStats counters and wall times over the repeats."""
     tot = defaultdict(float)
     for _ in range(repeats):
         sim = Simulator(factory(), accuracy=EPS)
         sim.advance_to(t_end)
         st = sim.stats
         for k in ("wall_total", "wall_geometry", "wall_dynamics", "wall_solver", "accepted", "rejected", "solves",
-                  "geometry_queries", "newton_iters", "line_search_iters", "factorizations"):
+                  "geometry_queries", "newton_iters", "line_search_iters", "factorizations", "sim_time"):
             tot[k] += getattr(st, k)
     return tot
 
@@ -92,55 +119,109 @@ class Patched:
         self.make = make
 
     def __enter__(self):
-        self.saved = [(mod, attr, getattr(mod, attr)) for mod, attr, _ in LEAVES]
-        for (mod, attr, label), (_, _, fn) in zip(LEAVES, self.saved):
-            setattr(mod, attr, self.make(label, fn))
+        self.saved = [(ns, attr, getattr(ns, attr)) for ns, attr, _ in LEAVES]
+        for (ns, attr, label), (_, _, fn) in zip(LEAVES, self.saved):
+            setattr(ns, attr, self.make(label, fn))
         return self
 
     def __exit__(self, *exc):
-        for mod, attr, fn in self.saved:
-            setattr(mod, attr, fn)
+        for ns, attr, fn in self.saved:
+            setattr(ns, attr, fn)
 
 
 # -- 1. leaf timing -----------------------------------------------------------------------------------------------
-def leaf_timing(name, factory, t_end, repeats):
-    acc = defaultdict(lambda: [0, 0.0])
+def _timed(fn, slot):
     pc = time.perf_counter
 
-    def make(label, fn):
-        slot = acc[label]
+    def timed(*a, **k):
+        t0 = pc()
+        try:
+            return fn(*a, **k)
+        finally:
+            slot[0] += 1
+            slot[1] += pc() - t0
+    return timed
 
-        def timed(*a, **k):
-            t0 = pc()
-            try:
-                return fn(*a, **k)
-            finally:
-                slot[0] += 1
-                slot[1] += pc() - t0
-        return timed
 
-    base = run_case(factory, t_end, repeats)  # unpatched, for the overhead of the shims
-    with Patched(make):
-        tot = run_case(factory, t_end, repeats)
+def shim_cost(n=200000):
+    """Extra wall time of one call through the timing shim [s], measured on a 3-argument no-op numba function."""
+    import timeit
+
+    from numba import njit
+
+    @njit
+    def noop(a, b, c):
+        return 0
+
+    x = np.zeros(3)
+    noop(x, x, x)
+    shimmed = _timed(noop, [0, 0.0])
+    plain = min(timeit.repeat(lambda: noop(x, x, x), number=n, repeat=5)) / n
+    timed = min(timeit.repeat(lambda: shimmed(x, x, x), number=n, repeat=5)) / n
+    return timed - plain
+
+
+def leaf_timing(name, factory, t_end, repeats, trials=TRIALS):
+    """Best of ``trials``: the unpatched run with the smallest wall_total and the shimmed run (with its leaf
+    accumulators) with the smallest wall_total (the machine is shared; the minimum is the least disturbed)."""
+    best = None
+    base = None
+    for _ in range(trials):
+        b = run_case(factory, t_end, repeats)  # unpatched, for the overhead of the shims
+        if base is None or b["wall_total"] < base["wall_total"]:
+            base = b
+        acc = defaultdict(lambda: [0, 0.0])
+
+        def make(label, fn):
+            return _timed(fn, acc[label])
+
+        with Patched(make):
+            tot = run_case(factory, t_end, repeats)
+        if best is None or tot["wall_total"] < best[0]["wall_total"]:
+            best = (tot, acc)
+    tot, acc = best
     wall = tot["wall_total"]
-    lines = [f"# {name}, ε={EPS:g}, {t_end:g} s simulated x {repeats}: wall_total {wall:.4f} s with shims "
-             f"({base['wall_total']:.4f} s without), accepted {tot['accepted']:.0f}, rejected {tot['rejected']:.0f}, "
-             f"solves {tot['solves']:.0f}, geometry queries {tot['geometry_queries']:.0f}",
-             f"{'primitive':40s} {'calls':>8s} {'total s':>9s} {'us/call':>9s} {'share':>7s}"]
+    attempts = tot["accepted"] + tot["rejected"]
+    lines = [f"# {name}, ε={EPS:g}, {t_end:g} s simulated x {repeats}, best of {trials} trials: wall_total "
+             f"{wall:.4f} s with shims ({base['wall_total']:.4f} s without), accepted {tot['accepted']:.0f}, rejected "
+             f"{tot['rejected']:.0f}, solves {tot['solves']:.0f}, geometry queries {tot['geometry_queries']:.0f}",
+             f"{'primitive':40s} {'calls':>8s} {'total s':>9s} {'us/call':>9s} {'calls/att':>9s} "
+             f"{'us/att':>8s} {'share':>7s}"]
     leaf_sum = 0.0
     rows = []
+    per_att = defaultdict(float)
     for label, (n, t) in sorted(acc.items(), key=lambda kv: -kv[1][1]):
+        if n == 0:
+            continue
         leaf_sum += t
         rows.append((label, n, t))
-        lines.append(f"{label:40s} {n:8d} {t:9.4f} {1e6 * t / max(n, 1):9.1f} {100 * t / wall:6.1f}%")
+        kind = "pin" if label in PIN_LEAVES else "numba" if label in NUMBA_LEAVES else "other"
+        per_att[kind] += t
+        per_att[kind + "_calls"] += n
+        lines.append(f"{label:40s} {n:8d} {t:9.4f} {1e6 * t / n:9.1f} {n / attempts:9.2f} "
+                     f"{1e6 * t / attempts:8.1f} {100 * t / wall:6.1f}%")
+    called = {label for label, _, _ in rows}
+    lines.append("not called: " + (", ".join(lb for _, _, lb in LEAVES if lb not in called) or "-"))
     glue = wall - leaf_sum
-    lines.append(f"{'Python glue (wall_total - leaves)':40s} {'':8s} {glue:9.4f} {'':9s} {100 * glue / wall:6.1f}%")
-    lines.append(f"per accepted step: {1e6 * wall / tot['accepted']:.1f} us total, "
-                 f"{1e6 * glue / tot['accepted']:.1f} us Python glue; per attempted step "
-                 f"{1e6 * glue / (tot['accepted'] + tot['rejected']):.1f} us glue; per solve "
-                 f"{1e6 * tot['wall_solver'] / tot['solves']:.1f} us (wall_solver); per geometry query "
-                 f"{1e6 * tot['wall_geometry'] / tot['geometry_queries']:.1f} us (wall_geometry), "
-                 f"{1e6 * tot['wall_dynamics'] / tot['geometry_queries']:.1f} us (wall_dynamics)")
+    lines.append(f"{'Python glue (wall_total - leaves)':40s} {'':8s} {glue:9.4f} {'':9s} {'':9s} "
+                 f"{1e6 * glue / attempts:8.1f} {100 * glue / wall:6.1f}%")
+    shim = shim_cost()
+    ncalls = sum(n for _, n, _ in rows)
+    lines.append(
+        f"per attempted step ({attempts:.0f} attempts, {tot['solves'] / attempts:.2f} solves, "
+        f"{tot['geometry_queries'] / attempts:.2f} state evaluations each): {1e6 * wall / attempts:.1f} us with "
+        f"shims, {1e6 * base['wall_total'] / attempts:.1f} us without = "
+        f"Pinocchio {1e6 * per_att['pin'] / attempts:.1f} us ({per_att['pin_calls'] / attempts:.1f} calls) + "
+        f"numba {1e6 * per_att['numba'] / attempts:.1f} us ({per_att['numba_calls'] / attempts:.1f} calls) + "
+        f"other leaves {1e6 * per_att['other'] / attempts:.1f} us + Python glue {1e6 * glue / attempts:.1f} us "
+        f"(a shim costs {1e6 * shim:.2f} us per call, measured on a no-op: {1e6 * shim * ncalls / attempts:.1f} us "
+        f"per attempt, part in the leaf rows, part in the glue; the with/without difference of this run is "
+        f"{1e6 * (wall - base['wall_total']) / attempts:.1f} us per attempt incl. run-to-run noise)")
+    lines.append(f"per accepted step {1e6 * base['wall_total'] / tot['accepted']:.1f} us (no shims); per simulated "
+                 f"second {1e3 * base['wall_total'] / base['sim_time']:.3f} ms (no shims); IntegratorStats per "
+                 f"attempt: geometry {1e6 * tot['wall_geometry'] / attempts:.1f} us, dynamics "
+                 f"{1e6 * tot['wall_dynamics'] / attempts:.1f} us, solver {1e6 * tot['wall_solver'] / attempts:.1f} "
+                 f"us; per solve {1e6 * tot['wall_solver'] / tot['solves']:.1f} us (wall_solver)")
     return "\n".join(lines), dict(rows=rows, wall=wall, glue=glue, tot=tot, base=base)
 
 
@@ -168,47 +249,89 @@ def cprofile(name, factory, t_end, repeats):
 
 
 # -- 3. inside solver.solve ----------------------------------------------------------------------------------------
-def solver_breakdown(factory, t_end, every=10):
-    from numba import njit
+def _copy(x):
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple):
+        return tuple(_copy(y) for y in x)
+    return x
 
-    samples = []
+
+def _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, v_start):
+    """The convex problem icf_step hands to solve: (v warm start, A, r, dscale, dt, vs, pools..., tol, reuse)."""
+    A = M + dt * np.diag(damping)
+    r = M @ v0 - dt * bias
+    return (np.array(v_start, dtype=float), A, r, dscale.copy(), float(dt), float(vs), _copy(contacts),
+            _copy(limits), _copy(gains), _copy(couplers), float(tol), bool(reuse))
+
+
+def record_problems(factory, t_end, every):
+    """Run the scene once with the Python-level icf_step / icf_full_and_half wrapped; every ``every``-th convex
+    problem is copied out. Returns (problems, stats of the run)."""
+    problems = []
     count = [0]
-    orig = slv.solve
+    orig_step, orig_fh = cenic_mod.icf_step, cenic_mod.icf_full_and_half
 
-    def recording(*a):
+    def take():
         count[0] += 1
-        rec = count[0] % every == 0
-        if rec:
-            a0 = tuple(x.copy() if isinstance(x, np.ndarray) else x for x in a)
-        orig(*a)
-        if rec:
-            samples.append((a0, a[-1].copy()))
+        return count[0] % every == 0
 
-    slv.solve = recording
+    def rec_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
+                 totals, integrate, kind, iq, iv, nq, v, q_out):
+        prob = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse,
+                        v) if take() else None
+        ok = orig_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L,
+                       stats, totals, integrate, kind, iq, iv, nq, v, q_out)
+        if prob is not None:
+            problems.append((prob, stats.copy()))
+        return ok
+
+    def rec_fh(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
+               reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half):
+        full = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse,
+                        v0) if take() else None
+        want_half = take()
+        res = orig_fh(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers,
+                      tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half)
+        if full is not None:  # its counters were overwritten by the half step's (unless that did not run)
+            problems.append((full, None if res[0] else stats.copy()))
+        if want_half and res[0]:  # the call does not touch M, bias or the pools; the half step starts here
+            problems.append((_problem(q, v0, M, bias, damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half,
+                                      couplers, tol, reuse, 0.5 * (v0 + v_full)), stats.copy()))
+        return res
+
+    cenic_mod.icf_step, cenic_mod.icf_full_and_half = rec_step, rec_fh
     try:
         sim = Simulator(factory(), accuracy=EPS)
         sim.advance_to(t_end)
     finally:
-        slv.solve = orig
-    st = sim.stats
+        cenic_mod.icf_step, cenic_mod.icf_full_and_half = orig_step, orig_fh
+    return problems, sim.stats
+
+
+def _compiled_loops():
+    from numba import njit
 
     cgh = slv.cost_gradient_hessian
     ls = slv.exact_line_search
     csol = slv._cholesky_solve
     cvel = slv.constraint_velocities
+    solve = slv.solve
 
-    # numba has no wall clock in nopython mode, so time each part as its own compiled loop.
     @njit
-    def loop_solve(args, reps):
-        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats) = args
+    def loop_solve(prob, reps):
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse) = prob
+        nv = v0.shape[0]
+        L = np.zeros((nv, nv))
+        stats = np.zeros(4, dtype=np.int64)
         for _ in range(reps):
             v = v0.copy()
-            slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats)
-        return stats[0]
+            solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats)
+        return stats
 
     @njit
-    def loop_cgh(args, reps):
-        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats) = args
+    def loop_cgh(prob, reps):
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse) = prob
         nv = v0.shape[0]
         grad = np.empty(nv)
         H = np.empty((nv, nv))
@@ -233,8 +356,8 @@ def solver_breakdown(factory, t_end, every=10):
         return s
 
     @njit
-    def loop_ls(args, p, dl0, reps):
-        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats) = args
+    def loop_ls(prob, p, dl0, reps):
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse) = prob
         Jc, cols, ncols, nc = contacts[0], contacts[1], contacts[2], contacts[10]
         vc = np.empty((nc, 3))
         uc = np.empty((nc, 3))
@@ -248,35 +371,46 @@ def solver_breakdown(factory, t_end, every=10):
             it = k
         return s, it
 
-    def timeit(fn, *a, reps):
-        fn(*a, 1)  # compile / warm
-        t0 = time.perf_counter()
-        res = fn(*a, reps)
-        return (time.perf_counter() - t0) / reps, res
+    return loop_solve, loop_cgh, loop_chol, loop_csolve, loop_ls
 
+
+def _time_loop(fn, *a, reps):
+    fn(*a, 1)  # compile / warm
+    t0 = time.perf_counter()
+    res = fn(*a, reps)
+    return (time.perf_counter() - t0) / reps, res
+
+
+def solver_breakdown(name, factory, t_end, every, reps):
+    problems, st = record_problems(factory, t_end, every)
+    loop_solve, loop_cgh, loop_chol, loop_csolve, loop_ls = _compiled_loops()
     tot = defaultdict(float)
     nv_seen, nc_seen = [], []
-    for args, stats_after in samples:
-        args = tuple(args)
-        nc = int(args[6][10])
-        nv = args[0].shape[0]
-        nv_seen.append(nv)
-        nc_seen.append(nc)
-        reps = 20
-        t_solve, _ = timeit(loop_solve, args, reps=reps)
-        t_cgh, (_, grad, H) = timeit(loop_cgh, args, reps=reps)
+    checked = same = 0
+    for prob, expected in problems:
+        nc = int(prob[6][10])
+        nv = prob[0].shape[0]
+        t_solve, stats = _time_loop(loop_solve, prob, reps=reps)
+        ni, nls, nf = int(stats[0]), int(stats[1]), int(stats[2])
+        if expected is not None:  # the rebuilt problem must take the same Newton path as in the run
+            checked += 1
+            same += bool(np.array_equal(stats, expected))
+        t_cgh, (_, grad, H) = _time_loop(loop_cgh, prob, reps=reps)
         try:
             Lf = np.linalg.cholesky(H)
         except np.linalg.LinAlgError:
             continue
-        t_chol, _ = timeit(loop_chol, H, reps=reps)
-        t_cs, _ = timeit(loop_csolve, Lf, -grad, reps=reps)
-        p = np.linalg.solve(H, -grad)
-        dl0 = float(grad @ p)
-        if not dl0 < 0:
-            continue
-        t_ls, (_, ls_it) = timeit(loop_ls, args, p, dl0, reps=reps)
-        ni, nls, nf = int(stats_after[0]), int(stats_after[1]), int(stats_after[2])
+        t_chol, _ = _time_loop(loop_chol, H, reps=reps)
+        t_cs, _ = _time_loop(loop_csolve, Lf, -grad, reps=reps)
+        t_ls = 0.0
+        if ni > 0:
+            p = np.linalg.solve(H, -grad)
+            dl0 = float(grad @ p)
+            if not dl0 < 0:
+                continue
+            t_ls, _ = _time_loop(loop_ls, prob, p, dl0, reps=reps)
+        nv_seen.append(nv)
+        nc_seen.append(nc)
         tot["n"] += 1
         tot["solve"] += t_solve
         # model of one solve: (ni+1) cost/grad/Hessian evaluations, nf Cholesky, ni triangular solves, ni line searches
@@ -284,29 +418,38 @@ def solver_breakdown(factory, t_end, every=10):
         tot["chol"] += nf * t_chol
         tot["csolve"] += ni * t_cs
         tot["ls"] += ni * t_ls
+        tot["ni"] += ni
+        tot["nf"] += nf
+        tot["nls"] += nls
         tot["t_cgh"] += t_cgh
         tot["t_chol"] += t_chol
         tot["t_cs"] += t_cs
-        tot["t_ls"] += t_ls
-        tot["ls_it"] += ls_it
+        if ni > 0:
+            tot["t_ls"] += t_ls
+            tot["n_ls"] += 1
     n = max(tot["n"], 1)
     model = tot["cgh"] + tot["chol"] + tot["csolve"] + tot["ls"]
     lines = [
-        f"# inside solver.solve, clutter ε={EPS:g}: {len(samples)} of {st.solves} solves replayed (every {every}th); "
-        f"nv = {nv_seen[0] if nv_seen else '?'}, contacts per solve: median {np.median(nc_seen):.0f}, "
-        f"max {max(nc_seen) if nc_seen else 0}",
-        f"replayed full solve: {1e6 * tot['solve'] / n:.1f} us mean (in-run wall_solver per solve "
-        f"{1e6 * st.wall_solver / st.solves:.1f} us incl. pin.integrate and Python)",
-        f"per call: cost+gradient+Hessian {1e6 * tot['t_cgh'] / n:.1f} us, dense Cholesky (np.linalg.cholesky) "
-        f"{1e6 * tot['t_chol'] / n:.1f} us, two triangular solves {1e6 * tot['t_cs'] / n:.1f} us, line search "
-        f"(incl. 2 constraint_velocities) {1e6 * tot['t_ls'] / n:.1f} us",
-        "share of the modelled solve time (counts from each sample's own Newton/factorization counters):",
+        f"# inside solver.solve, {name} ε={EPS:g}: {tot['n']:.0f} of {st.solves} convex problems replayed (every "
+        f"{every}th Python-level icf_step / icf_full_and_half solve, rebuilt from their arguments), {reps} reps each; "
+        f"nv = {nv_seen[0] if nv_seen else '?'}, contacts per problem: median "
+        f"{np.median(nc_seen) if nc_seen else 0:.0f}, max {max(nc_seen) if nc_seen else 0}; Newton iterations per "
+        f"problem {tot['ni'] / n:.2f}, factorizations {tot['nf'] / n:.2f}, line-search iterations per Newton "
+        f"{tot['nls'] / max(tot['ni'], 1):.2f}; replay check: {same} of {checked} problems with in-run counters "
+        f"reproduce them exactly (Newton, line search, factorizations, converged)",
+        f"replayed slv.solve: {1e6 * tot['solve'] / n:.2f} us mean; in-run wall_solver per solve "
+        f"{1e6 * st.wall_solver / st.solves:.2f} us (incl. A/r assembly and q integration in icf_step, the numba "
+        f"dispatch of icf_full_and_half / icf_step and the Python of _full_and_half / _icf / _gain_pool)",
+        f"per call: cost+gradient+Hessian {1e6 * tot['t_cgh'] / n:.2f} us, dense Cholesky (np.linalg.cholesky) "
+        f"{1e6 * tot['t_chol'] / n:.2f} us, two triangular solves {1e6 * tot['t_cs'] / n:.2f} us, line search "
+        f"(incl. 2 constraint_velocities) {1e6 * tot['t_ls'] / max(tot['n_ls'], 1):.2f} us",
+        "share of the modelled solve time (counts from each problem's own Newton/factorization counters):",
     ]
     for key, label in (("cgh", "cost + gradient + Hessian assembly"), ("chol", "dense Cholesky factorization"),
                        ("csolve", "triangular solves (_cholesky_solve)"), ("ls", "exact line search")):
-        lines.append(f"  {label:40s} {100 * tot[key] / model:5.1f}%")
-    lines.append(f"  model / replayed solve time = {model / tot['solve']:.2f}")
-    return "\n".join(lines), dict(tot=tot, model=model)
+        lines.append(f"  {label:40s} {100 * tot[key] / max(model, 1e-30):5.1f}%")
+    lines.append(f"  model / replayed solve time = {model / max(tot['solve'], 1e-30):.2f}")
+    return "\n".join(lines), dict(tot=tot, model=model, stats=st)
 
 
 # -- 4. micro-timings of the per-step Python path -------------------------------------------------------------------
@@ -315,71 +458,153 @@ def micro_timings(n=20000):
 
     from numba import njit
 
+    @njit
+    def noop24(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21,
+               a22, a23):
+        return 0
+
+    @njit
+    def noop9(a0, a1, a2, a3, a4, a5, a6, a7, a8):
+        return 0
+
+    @njit
+    def noop1(a0):
+        return 0
+
+    @njit
+    def noop0():
+        return 0
+
     factory = CASES[1][1]
-    out = ["# micro-timings of the per-step Python path, sphere drop (nv = 6), timeit means"]
+    out = ["# micro-timings of the per-step path, sphere drop (nv = 6), timeit means"]
     for label, t_state in (("in flight", 0.2), ("in contact", 0.46)):
         sim = Simulator(factory(), accuracy=EPS)
         sim.advance_to(t_state)
         it = sim.integrator
-        rec = {}
-        orig = slv.solve
-
-        def capture(*a):
-            rec["a"] = a
-            return orig(*a)
-
-        slv.solve = capture
-        try:
-            it.start.valid = False
-            it.step(t_state + 1.0)
-        finally:
-            slv.solve = orig
-        a = rec["a"]
-        c = it.start
         m, d = it.model, it.data
-        q, v = it.q.copy(), it.v.copy()
-        v0 = a[0].copy()
+        q0, v0, z0, dt0 = it.q.copy(), it.v.copy(), it.z.copy(), it.dt
+        t0 = it.t
+        c = it.start
+        it._prepare(c, q0, v0, z0, t0, dt0)
+        dt = dt0
+        q_full, v_full, q_half, v_half, z_half, ok = it._full_and_half(c, dt)
+        mid = it.mid
+        it._prepare(mid, q_half, v_half, z_half, t0 + 0.5 * dt, 0.5 * dt)
+        q1, _, _, _ = it._icf(mid, 0.5 * dt, v_full)
+        # arguments exactly as _prepare / _full_and_half / _icf build them
+        Jw = pin.computeJointJacobians(m, d, q0)
+        M_upper = pin.crba(m, d, q0)
+        prep_args = (q0, v0, Jw, M_upper, dt, it.vs, c.query.kernel_args, it._static, c.out)
+        gains, _, _ = it._gain_pool(c, dt)
+        fh_out = tuple(np.empty(x) for x in (q0.shape[0], v0.shape[0], q0.shape[0], v0.shape[0]))
+        fh_args = (c.q, c.v, c.M, c.bias, it.damping, dt, it.vs, c.dscale, c.contact_pool, c.limit_pool, gains,
+                   gains, c.coupler_pool, it._tol, it.hessian_reuse, it._L, it._solve_stats, it._totals,
+                   it._numba_integrate, it._int_plan, fh_out[1], fh_out[0], fh_out[3], fh_out[2])
+        kind, iq, iv, nq = it._int_plan
+        v_tmp, q_tmp = np.empty(v0.shape[0]), np.empty(q0.shape[0])
+        step_args = (mid.q, mid.v, mid.M, mid.bias, it.damping, 0.5 * dt, it.vs, mid.dscale, mid.contact_pool,
+                     mid.limit_pool, gains, mid.coupler_pool, it._tol, it.hessian_reuse, it._L, it._solve_stats,
+                     it._totals, it._numba_integrate, kind, iq, iv, nq, v_tmp, q_tmp)
+        for f, a in ((noop24, fh_args), (noop9, prep_args)):
+            f(*a)
+        noop1(c.query.kernel_args)
+        noop0()
+        attempts = []
+        nka = len(c.query.kernel_args)
 
-        @njit
-        def noop(*args):
-            return 0
+        def whole_step():
+            it.q, it.v, it.z, it.t, it.dt = q0, v0, z0, t0, dt0
+            it.start.valid = False
+            r0 = it._stats.rejected
+            it.step(t0 + 1.0)
+            attempts.append(1 + it._stats.rejected - r0)
 
-        noop(*a)
+        def sequence():  # the calls of one attempt in step()'s order, without step()'s own Python
+            qf, vf, qh, vh, zh, _ = it._full_and_half(c, dt)
+            it._prepare(mid, qh, vh, zh, t0 + 0.5 * dt, 0.5 * dt)
+            qn, _, _, _ = it._icf(mid, 0.5 * dt, vf)
+            cenic_mod.adjust_step_size(dt, cenic_mod.max_abs_diff(qn, qf), EPS, 1e-9, 0.1)
 
-        def solve_call():
-            a[0][:] = v0
-            orig(*a)
+        def sequence_with_start():
+            it._prepare(c, q0, v0, z0, t0, dt)
+            sequence()
 
-        Jw = pin.computeJointJacobians(m, d, q)
+        def fh_call():
+            return cenic_mod.icf_full_and_half(*fh_args)
+
+        def step_call():
+            v_tmp[:] = v_full
+            return cenic_mod.icf_step(*step_args)
+
         stmts = [
-            ("CenicIntegrator.step (until accepted)", lambda: (setattr(it.start, "valid", False),
-                                                                       it.step(it.t + it.dt))),
-            ("CenicIntegrator._prepare", lambda: it._prepare(c, q, v, it.z, 0.0, 0.01)),
-            ("  ContactQuery.query", lambda: c.query.query(q, v, d, Jw, 0.01)),
-            ("CenicIntegrator._icf", lambda: it._icf(c, 0.01, v)),
-            ("  numba solver.solve call (as in the run)", solve_call),
-            ("  numba dispatch of a no-op with the same 30 args", lambda: noop(*a)),
-            ("  cache.M @ cache.v - dt * nle", lambda: c.M @ c.v - 0.01 * c.nle),
-            ("  self.damping.any()", lambda: it.damping.any()),
-            ("  pin.integrate(model, q, dt * v)", lambda: pin.integrate(m, q, 0.01 * v)),
-            ("  np.array(v_guess, dtype=float)", lambda: np.array(v, dtype=float)),
-            ("step: float(np.max(np.abs(q1 - q_full)))", lambda: float(np.max(np.abs(q - q)))),
+            ("whole step: restore x^n + CenicIntegrator.step (until accepted)", whole_step),
+            ("same calls in sequence: _prepare x 2, _full_and_half, _icf, ...", sequence_with_start),
+            ("  the same without the _prepare of x^n (a rejected attempt)", sequence),
+            ("CenicIntegrator._prepare(cache, q, v, z, t, lookahead)", lambda: it._prepare(c, q0, v0, z0, t0, dt)),
+            ("  pin.computeJointJacobians(model, data, q)", lambda: pin.computeJointJacobians(m, d, q0)),
+            ("  pin.crba(model, data, q)", lambda: pin.crba(m, d, q0)),
+            ("  pin.nonLinearEffects(model, data, q, v).copy()", lambda: pin.nonLinearEffects(m, d, q0, v0).copy()),
+            ("  numba prepare_kernel(...) as in the run", lambda: cenic_mod.prepare_kernel(*prep_args)),
+            (f"  numba no-op, same 9 args (query tuple: {nka} elements)", lambda: noop9(*prep_args)),
+            (f"  numba no-op, 1 arg: the {nka}-element query tuple", lambda: noop1(c.query.kernel_args)),
+            ("CenicIntegrator._full_and_half(cache, dt)", lambda: it._full_and_half(c, dt)),
+            ("  numba icf_full_and_half(...) as in the run", fh_call),
+            ("  numba no-op, same 24 args (4 pool tuples)", lambda: noop24(*fh_args)),
+            ("  CenicIntegrator._gain_pool(cache, dt)", lambda: it._gain_pool(c, dt)),
+            ("CenicIntegrator._icf(cache, dt, v_guess)", lambda: it._icf(mid, 0.5 * dt, v_full)),
+            ("  numba icf_step(...) as in the run", step_call),
+            ("  numba no-op, same 24 args", lambda: noop24(*step_args)),
+            ("numba max_abs_diff(q1, q_full)", lambda: cenic_mod.max_abs_diff(q1, q_full)),
+            ("adjust_step_size(...)", lambda: cenic_mod.adjust_step_size(dt, 1e-4, EPS, 1e-9, 0.1)),
+            ("numba no-op, 0 args", noop0),
+            ("4 x np.empty(n)", lambda: (np.empty(7), np.empty(6), np.empty(7), np.empty(6))),
             ("time.perf_counter()", time.perf_counter),
         ]
-        out.append(f"## {label} (t = {t_state} s, contacts = {c.contacts.n})")
+        out.append(f"## {label} (t = {t_state} s, δt = {dt0:.3g} s, contacts at x^n = {c.contacts.n}, "
+                   f"at the midpoint = {mid.contacts.n})")
+        res = {}
         for name, fn in stmts:
-            fn()
-            t = timeit.timeit(fn, number=n) / n
-            out.append(f"  {name:52s} {1e6 * t:7.2f} us")
+            for _ in range(50):
+                fn()
+            k = n // 4 if name.startswith(("whole", "same calls", "  the same")) else n
+            attempts.clear()
+            t = min(timeit.repeat(fn, number=k, repeat=3)) / k
+            extra = (f"  ({np.mean(attempts):.2f} attempts per call)" if attempts and name.startswith("whole")
+                     else "")
+            out.append(f"  {name:62s} {1e6 * t:7.2f} us{extra}")
+            res[name.split("(")[0].strip()] = t
+        parts = (2 * res["CenicIntegrator._prepare"] + res["CenicIntegrator._full_and_half"]
+                 + res["CenicIntegrator._icf"] + res["numba max_abs_diff"] + res["adjust_step_size"])
+        out.append(f"  sum of the parts timed alone (2 x _prepare + _full_and_half + _icf + max_abs_diff + "
+                   f"adjust_step_size): {1e6 * parts:.2f} us; in sequence they cost "
+                   f"{1e6 * (res['same calls in sequence: _prepare x 2, _full_and_half, _icf, ...'] - parts):+.2f} us "
+                   f"more than alone (interleaved calls slow each other down; the cause, e.g. CPU caches, is not "
+                   f"isolated here)")
+        it.q, it.v, it.z, it.t, it.dt = q0, v0, z0, t0, dt0
     return "\n".join(out)
+
+
+def header():
+    try:
+        git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=OUT.parent.parent).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "cenic_gym"], capture_output=True, text=True,
+                               cwd=OUT.parent.parent).stdout.strip()
+    except OSError:
+        git, dirty = "?", ""
+    return (f"# profile_scenes.py, git {git}{' + uncommitted changes in cenic_gym/' if dirty else ''}, "
+            f"{time.strftime('%Y-%m-%d %H:%M %Z')}, 1-minute load average {os.getloadavg()[0]:.2f} at start, "
+            f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}, "
+            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
 
 
 def main():
     OUT.mkdir(exist_ok=True)
     t0 = time.perf_counter()
+    summary = [header()]
+    print(summary[0], flush=True)
     warm_up()
     print(f"warm-up {time.perf_counter() - t0:.2f} s", flush=True)
-    summary = []
     for name, factory, t_end, reps in CASES:
         run_case(factory, t_end, 1)  # settle caches for this scene
         text, _ = leaf_timing(name, factory, t_end, reps)
@@ -392,12 +617,16 @@ def main():
                 f"wall_total under the profiler {tot['wall_total']:.3f} s\n" + s)
         print(f"cProfile ({name}, sorted by tottime):\n" + "\n".join(texts["tottime"].splitlines()[:30]) + "\n",
               flush=True)
-    text, _ = solver_breakdown(scenes.clutter, 2.0)
-    summary.append(text)
-    print(text, "\n", flush=True)
+    for name, factory, t_end, every, reps in (("clutter", scenes.clutter, 2.0, 10, 20),
+                                              ("sphere_drop", CASES[1][1], 2.0, 3, 2000)):
+        text, _ = solver_breakdown(name, factory, t_end, every, reps)
+        summary.append(text)
+        print(text, "\n", flush=True)
     text = micro_timings()
     summary.append(text)
     print(text, flush=True)
+    summary.append(f"# 1-minute load average at the end {os.getloadavg()[0]:.2f}; "
+                   f"total {time.perf_counter() - t0:.0f} s")
     (OUT / "summary.txt").write_text("\n\n".join(summary) + "\n")
     print(f"\nwrote {OUT}/ ({time.perf_counter() - t0:.0f} s)")
 

@@ -137,12 +137,15 @@ def _model_effort(system, dofs):
     return lim
 
 
-class JointPD(ExternalSystem):
-    """τ = K_p (q_d − q) + K_d (v_d − v) + τ_ff on 1-DOF joints (``dofs`` are v indices; q indices must match,
-    as for revolute/prismatic joints). Linearized exactly (physics-notes §2.10): C = K_d + δt K_p,
-    d = K_p (q_d − q^n) + K_d v_d + τ_ff. Effort limits default to the model's ``effortLimit``."""
+class JointController(ExternalSystem):
+    """Common part of the joint-space controllers: 1-DOF joints ``dofs`` (v indices; q̇ = v as for revolute and
+    prismatic joints), gains K_p, K_d ≥ 0, set-points q_d (default: the system's q0), v_d (default 0) and a
+    feed-forward term named by ``FEEDFORWARD`` (default 0). Effort limits default to the model's ``effortLimit``."""
 
-    def __init__(self, system, dofs, kp, kd, q_d=None, v_d=None, tau_ff=None, effort_limit="model", implicit=True):
+    FEEDFORWARD = "tau_ff"
+
+    def __init__(self, system, dofs, kp, kd, q_d=None, v_d=None, feedforward=None, effort_limit="model",
+                 implicit=True):
         dofs = np.asarray(dofs, dtype=np.int64).reshape(-1)
         self.qidx = _q_indices(system, dofs)
         super().__init__(dofs, _model_effort(system, dofs) if isinstance(effort_limit, str) else effort_limit,
@@ -154,16 +157,25 @@ class JointPD(ExternalSystem):
             raise ValueError(f"gains must be >= 0, got kp={kp!r}, kd={kd!r}")
         self.q_d = _per_dof(system.q0[self.qidx] if q_d is None else q_d, n, "q_d")
         self.v_d = _per_dof(0.0 if v_d is None else v_d, n, "v_d")
-        self.tau_ff = _per_dof(0.0 if tau_ff is None else tau_ff, n, "tau_ff")
+        setattr(self, self.FEEDFORWARD, _per_dof(0.0 if feedforward is None else feedforward, n, self.FEEDFORWARD))
+
+    def set_target(self, q_d=None, v_d=None, feedforward=None):
+        """New set-points (None keeps the current one); takes effect at the next step."""
+        n = self.dofs.shape[0]
+        for name, value in (("q_d", q_d), ("v_d", v_d), (self.FEEDFORWARD, feedforward)):
+            if value is not None:
+                setattr(self, name, _per_dof(value, n, name))
+
+
+class JointPD(JointController):
+    """τ = K_p (q_d − q) + K_d (v_d − v) + τ_ff on 1-DOF joints. Linearized exactly (physics-notes §2.10):
+    C = K_d + δt K_p, d = K_p (q_d − q^n) + K_d v_d + τ_ff."""
+
+    def __init__(self, system, dofs, kp, kd, q_d=None, v_d=None, tau_ff=None, effort_limit="model", implicit=True):
+        super().__init__(system, dofs, kp, kd, q_d, v_d, tau_ff, effort_limit, implicit)
 
     def set_target(self, q_d=None, v_d=None, tau_ff=None):
-        n = self.dofs.shape[0]
-        if q_d is not None:
-            self.q_d = _per_dof(q_d, n, "q_d")
-        if v_d is not None:
-            self.v_d = _per_dof(v_d, n, "v_d")
-        if tau_ff is not None:
-            self.tau_ff = _per_dof(tau_ff, n, "tau_ff")
+        super().set_target(q_d, v_d, tau_ff)
 
     def output(self, t, z, q, v):
         return self.kp * (self.q_d - q[self.qidx]) + self.kd * (self.v_d - v[self.dofs]) + self.tau_ff
@@ -207,7 +219,7 @@ class JointPID(JointPD):
         return Linearization(self.dofs, c, b, self.effort_limit, Z, bz)
 
 
-class InverseDynamicsPD(ExternalSystem):
+class InverseDynamicsPD(JointController):
     """Inverse-dynamics (computed-torque) PD (CENIC §VII-D1): τ = M(q) v̇_d + k(q, v) on ``dofs`` with
     v̇_d = a_ff + K_p (q_d − q) + K_d (v_d − v) on those DOFs and 0 elsewhere. Nonlinear and coupled: linearized
     by forward differences (only diag(−∂τ/∂v) ≈ M_ii (K_d + δt K_p) enters C). Effort limits from the model.
@@ -218,28 +230,15 @@ class InverseDynamicsPD(ExternalSystem):
     0.1 kg m², ``add_robot(..., armature=...)``) ρ ≈ 0.95 and the step count is flat up to K = 1e6
     (benchmarks/stiff_control.py)."""
 
+    FEEDFORWARD = "a_ff"
+
     def __init__(self, system, dofs, kp, kd, q_d=None, v_d=None, a_ff=None, effort_limit="model", implicit=True):
-        dofs = np.asarray(dofs, dtype=np.int64).reshape(-1)
-        self.qidx = _q_indices(system, dofs)
-        super().__init__(dofs, _model_effort(system, dofs) if isinstance(effort_limit, str) else effort_limit,
-                         implicit)
-        n = dofs.shape[0]
+        super().__init__(system, dofs, kp, kd, q_d, v_d, a_ff, effort_limit, implicit)
         self.model = system.model
         self.data = system.model.createData()
-        self.kp = _per_dof(kp, n, "kp")
-        self.kd = _per_dof(kd, n, "kd")
-        self.q_d = _per_dof(system.q0[self.qidx] if q_d is None else q_d, n, "q_d")
-        self.v_d = _per_dof(0.0 if v_d is None else v_d, n, "v_d")
-        self.a_ff = _per_dof(0.0 if a_ff is None else a_ff, n, "a_ff")
 
     def set_target(self, q_d=None, v_d=None, a_ff=None):
-        n = self.dofs.shape[0]
-        if q_d is not None:
-            self.q_d = _per_dof(q_d, n, "q_d")
-        if v_d is not None:
-            self.v_d = _per_dof(v_d, n, "v_d")
-        if a_ff is not None:
-            self.a_ff = _per_dof(a_ff, n, "a_ff")
+        super().set_target(q_d, v_d, a_ff)
 
     def output(self, t, z, q, v):
         a = np.zeros(self.model.nv)

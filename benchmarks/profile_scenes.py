@@ -49,7 +49,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import cProfile  # noqa: E402
 import io  # noqa: E402
 import pstats  # noqa: E402
-import subprocess  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -57,6 +56,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pinocchio as pin  # noqa: E402
 
+from bench_common import git_rev, threads  # noqa: E402
 import cenic_gym.cenic as cenic_mod  # noqa: E402
 import cenic_gym.contact as contact_mod  # noqa: E402
 import cenic_gym.solver as slv  # noqa: E402
@@ -585,17 +585,9 @@ def micro_timings(n=20000):
 
 
 def header():
-    try:
-        git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             cwd=OUT.parent.parent).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "cenic_gym"], capture_output=True, text=True,
-                               cwd=OUT.parent.parent).stdout.strip()
-    except OSError:
-        git, dirty = "?", ""
-    return (f"# profile_scenes.py, git {git}{' + uncommitted changes in cenic_gym/' if dirty else ''}, "
+    return (f"# profile_scenes.py, git {git_rev()}, "
             f"{time.strftime('%Y-%m-%d %H:%M %Z')}, 1-minute load average {os.getloadavg()[0]:.2f} at start, "
-            f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}, "
-            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+            f"{threads()}")
 
 
 def main():

@@ -25,22 +25,19 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import datetime  # noqa: E402
-import platform  # noqa: E402
-import re  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from bench_common import git_rev, machine_line, replace_marked_section, versions  # noqa: E402
 from cenic_gym import Simulator  # noqa: E402
 from cenic_gym import suction as sx  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
 PLOT = HERE / "suction.png"
-BEGIN, END = "<!-- suction:begin -->", "<!-- suction:end -->"
 HEADING = "## Suction gripper (CENIC Fig. 13)"
 COMMAND = "NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/suction.py"
 
@@ -105,29 +102,6 @@ def summarize(tr, v_box, stats):
         min_dt=stats.min_dt, max_dt=stats.max_dt)
 
 
-def machine_info():
-    model = platform.processor() or platform.machine()
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5).stdout
-        m = re.search(r"Model name:\s*(.+)", out)
-        if m:
-            model = m.group(1).strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return f"{model}, {os.cpu_count()} cores"
-
-
-def git_rev():
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             cwd=HERE).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "cenic_gym"], capture_output=True,
-                               text=True, cwd=HERE.parent).stdout.strip()
-        return rev + (" + uncommitted changes in cenic_gym/" if dirty else "")
-    except OSError:
-        return "?"
-
-
 def plot(trajs, path, reference=None):
     import matplotlib
 
@@ -160,20 +134,10 @@ def plot(trajs, path, reference=None):
 
 def write_results(body):
     old = RESULTS.read_text() if RESULTS.exists() else ""
-    block = f"{BEGIN}\n{body.rstrip()}\n{END}"
-    if BEGIN in old and END in old:
-        pre, rest = old.split(BEGIN, 1)
-        _, post = rest.split(END, 1)
-        new = pre + block + post
-    else:
-        new = old.rstrip() + "\n\n" + HEADING + "\n\n" + block + "\n"
-    RESULTS.write_text(new)
+    RESULTS.write_text(replace_marked_section(old, "suction", body, heading=HEADING))
 
 
 def main():
-    import numba
-    import pinocchio
-
     t_start = time.perf_counter()
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load0 = os.getloadavg()[0]
@@ -213,10 +177,8 @@ def main():
         f"- Command: `{COMMAND}`",
         f"- Date: {date}; total runtime {total:.0f} s (1-minute load average {load0:.2f} at start, "
         f"{os.getloadavg()[0]:.2f} at end)",
-        f"- Machine: {machine_info()} (`lscpu` model name, `os.cpu_count()`); NUMBA_NUM_THREADS="
-        f"{os.environ.get('NUMBA_NUM_THREADS')}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}",
-        f"- Python {platform.python_version()}, numba {numba.__version__}, pin {pinocchio.__version__}, "
-        f"numpy {np.__version__}; code: git {git_rev()}",
+        f"- Machine: {machine_line()}",
+        f"- {versions('numba', 'pin', 'numpy')}; code: git {git_rev()}",
         "",
         f"Scene (`cenic_gym.suction.suction_scene()`): gantry gripper, 2×2 cups (radius {1e3 * c.CUP_RADIUS:g} mm, "
         f"{1e3 * c.CUP_MASS:g} g, 6 lip spheres of {1e3 * c.LIP_RADIUS:g} mm) on prismatic bellows joints (stroke "

@@ -75,26 +75,24 @@ def core_scenarios():
 
 
 def sphere_clutter(n_objects=20, stiffness=1e5, dissipation=50.0, mu=0.5, seed=0):
-    """scenes.clutter with spheres only (same bin, grid, jitter, material): the solver workload of clutter without
-    boxes, whose contact geometry differs between engines (Drake point contact: one point per box-box pair)."""
-    rng = np.random.default_rng(seed)
-    mat = ContactMaterial(stiffness=2 * stiffness, dissipation=dissipation, mu_static=mu)
-    b = SceneBuilder()
-    b.add_ground(mat)
-    bin_inner, wall, wall_height = 0.5, 0.05, 0.5
-    half = 0.5 * bin_inner
-    for i, (x, y, lx, ly) in enumerate([(half + wall / 2, 0, wall, bin_inner + 2 * wall),
-                                        (-half - wall / 2, 0, wall, bin_inner + 2 * wall),
-                                        (0, half + wall / 2, bin_inner, wall),
-                                        (0, -half - wall / 2, bin_inner, wall)]):
-        b.add_fixed(f"wall{i}", Box((lx, ly, wall_height)), position=(x, y, wall_height / 2), material=mat)
-    for i in range(n_objects):
-        layer, k = divmod(i, 9)
-        x = (k % 3 - 1) * 0.15 + rng.uniform(-0.005, 0.005)
-        y = (k // 3 - 1) * 0.15 + rng.uniform(-0.005, 0.005)
-        rng.uniform(-0.15, 0.15, size=3)  # keep the random stream aligned with scenes.clutter
-        b.add_body(f"sphere{i}", Sphere(0.05), mass=0.524, position=(x, y, 0.1 + 0.14 * layer), material=mat)
-    return b.build()
+    """scenes.clutter with every box replaced by a sphere (same bin, grid, jitter, material): the solver workload of
+    clutter without boxes, whose contact geometry differs between engines (Drake point contact: one point per
+    box-box pair). Built by scenes.clutter itself, with a SceneBuilder that turns its ``box<i>`` bodies into
+    ``sphere<i>`` (r = 5 cm, 0.524 kg, unrotated), so bin, positions and random stream cannot drift apart."""
+    builder = scenes.SceneBuilder
+
+    class SpheresOnly(builder):
+        def add_body(self, name, shapes, **kw):
+            if isinstance(shapes, Box):
+                name, shapes = name.replace("box", "sphere", 1), Sphere(0.05)
+                kw.update(mass=0.524, rotation=None)
+            return super().add_body(name, shapes, **kw)
+
+    scenes.SceneBuilder = SpheresOnly  # scenes.clutter looks the builder up at call time
+    try:
+        return scenes.clutter(n_objects=n_objects, stiffness=stiffness, dissipation=dissipation, mu=mu, seed=seed)
+    finally:
+        scenes.SceneBuilder = builder
 
 
 ROBOT_MATERIAL = ContactMaterial(stiffness=2e5, dissipation=10.0, mu_static=0.8)  # pair: k = 1e5 N/m, d = 10 s/m

@@ -29,25 +29,24 @@ import datetime  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import platform  # noqa: E402
 import pstats  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from importlib.metadata import version  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 # Import order: cenic_gym (pinocchio + coal) first, then pydrake, then mujoco. Every order was tried with
 # pin 4.1.0 / coal 3.0.3 / drake 1.51.1 / mujoco 4.0.0 and works; this one is kept as the documented default.
-from cenic_gym import Simulator, scenes  # noqa: E402
+from cenic_gym import Simulator  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))  # benchmarks/: bench_common
 
+from bench_common import git_rev, machine_line, replace_marked_section, versions, warm_up  # noqa: E402
 import peer_drake  # noqa: E402
 import peer_mujoco  # noqa: E402
 from peer_common import (Penetration, body_positions, linear_damping, mechanical_energy,  # noqa: E402
@@ -58,7 +57,6 @@ RESULTS = HERE.parent / "RESULTS.md"
 PLOT = HERE / "work_precision_peers.png"
 JSON = HERE / "results.json"
 PROFILES = HERE / "profiles"
-BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
 HEADING = "## Peers: Drake CENIC, Drake SAP, MuJoCo"
 
 EPS_FULL = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5]
@@ -95,14 +93,6 @@ def measure(fn, budget):
     rep = dict(min(runs, key=lambda r: abs(r["wall"] - med)))
     rep.update(wall=med, walls=walls, runs=len(runs))
     return rep
-
-
-def warm_up_gym():
-    t0 = time.perf_counter()
-    Simulator(scenes.clutter(), accuracy=1e-3).advance_to(0.05)
-    Simulator(scenes.sphere_drop(), accuracy=1e-3).advance_to(0.05)
-    Simulator(scenes.incline(20, 0.3), accuracy=1e-3).advance_to(0.05)
-    return time.perf_counter() - t0
 
 
 def gym_gains(ctrl):
@@ -455,39 +445,6 @@ def profile_section(results, profiles):
     return "\n".join(out)
 
 
-def machine_info():
-    model = platform.processor() or platform.machine()
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5).stdout
-        m = re.search(r"Model name:\s*(.+)", out)
-        if m:
-            model = m.group(1).strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return f"{model}, {os.cpu_count()} cores"
-
-
-def git_rev():
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             cwd=HERE).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "cenic_gym"], capture_output=True, text=True,
-                               cwd=HERE.parent.parent).stdout.strip()
-        return rev + (" + uncommitted changes in cenic_gym/" if dirty else "")
-    except OSError:
-        return "unknown"
-
-
-def versions():
-    out = [f"Python {platform.python_version()}"]
-    for pkg in ("numba", "pin", "coal", "drake", "mujoco", "numpy"):
-        try:
-            out.append(f"{pkg} {version(pkg)}")
-        except Exception:  # noqa: BLE001
-            out.append(f"{pkg} ?")
-    return ", ".join(out)
-
-
 def plot(results, path):
     import matplotlib
 
@@ -528,18 +485,6 @@ def plot(results, path):
     plt.close(fig)
 
 
-def replace_section(old, body):
-    """Replace the text between the peers markers; if they are absent, append a ``## Peers`` heading and the
-    markers at the end. The heading stays outside the markers so that benchmarks/work_precision.py, which
-    rewrites whole ``## `` sections by title, keeps this block (inside its own section) verbatim."""
-    block = f"{BEGIN}\n{body.rstrip()}\n{END}"
-    if BEGIN in old and END in old:
-        pre, rest = old.split(BEGIN, 1)
-        _, post = rest.split(END, 1)
-        return pre + block + post
-    return old.rstrip() + "\n\n" + HEADING + "\n\n" + block + "\n"
-
-
 def jsonable(results):
     out = []
     for res in results:
@@ -572,7 +517,7 @@ def main(argv=None):
     def log(msg):
         print(msg, flush=True)
 
-    log(f"peer benchmark ({'quick' if args.quick else 'full'}); warm-up (numba cache) {warm_up_gym():.1f} s")
+    log(f"peer benchmark ({'quick' if args.quick else 'full'}); warm-up (numba cache) {warm_up():.1f} s")
     scs = all_scenarios()
     if args.scenes:
         wanted = {s.strip() for s in args.scenes.split(",")}
@@ -603,9 +548,8 @@ def main(argv=None):
         f"- Command: `{cmd}`",
         f"- Date: {date}; total runtime {total:.0f} s (1-minute load average {load0:.2f} at start, {load1:.2f} at "
         "end; the machine is shared, so differences below ~20 % are noise)",
-        f"- Machine: {machine_info()} (`lscpu` model name, `os.cpu_count()`); NUMBA_NUM_THREADS="
-        f"{os.environ.get('NUMBA_NUM_THREADS')}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}",
-        f"- {versions()}",
+        f"- Machine: {machine_line()}",
+        f"- {versions('numba', 'pin', 'coal', 'drake', 'mujoco', 'numpy')}",
         f"- Code: git {git_rev()}",
         "",
         "Method: every row is the same cenic-gym scene translated to the peer engine, run in this process one "
@@ -655,7 +599,9 @@ def main(argv=None):
     print("\n" + body)
     if not args.no_write:
         old = RESULTS.read_text() if RESULTS.exists() else "# cenic_gym benchmark results\n\n"
-        RESULTS.write_text(replace_section(old, body))
+        # The heading stays outside the markers, so that work_precision.py (which rewrites whole ``## `` sections by
+        # title) keeps this block verbatim inside its own section.
+        RESULTS.write_text(replace_marked_section(old, "peers", body, heading=HEADING))
         plot(results, PLOT)
         JSON.write_text(json.dumps(jsonable(results), indent=1, default=float))
         log(f"\nwrote {RESULTS} (peers section), {PLOT}, {JSON} ({total:.0f} s)")

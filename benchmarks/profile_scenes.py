@@ -494,7 +494,7 @@ def micro_timings(n=20000):
         # arguments exactly as _prepare / _full_and_half / _icf build them
         Jw = pin.computeJointJacobians(m, d, q0)
         M_upper = pin.crba(m, d, q0)
-        prep_args = (q0, v0, Jw, M_upper, dt, it.vs, c.query.kernel_args, it._static, c.out)
+        prep_args = (q0, v0, Jw, M_upper, dt, it.vs, c.query.packed, it._static, c.out)
         gains, _, _ = it._gain_pool(c, dt)
         fh_out = tuple(np.empty(x) for x in (q0.shape[0], v0.shape[0], q0.shape[0], v0.shape[0]))
         fh_args = (c.q, c.v, c.M, c.bias, it.damping, dt, it.vs, c.dscale, c.contact_pool, c.limit_pool, gains,
@@ -507,10 +507,10 @@ def micro_timings(n=20000):
                      it._totals, it._numba_integrate, kind, iq, iv, nq, v_tmp, q_tmp)
         for f, a in ((noop24, fh_args), (noop9, prep_args)):
             f(*a)
-        noop1(c.query.kernel_args)
+        noop1(c.query.packed)
         noop0()
         attempts = []
-        nka = len(c.query.kernel_args)
+        nka = len(c.query.packed)
 
         def whole_step():
             it.q, it.v, it.z, it.t, it.dt = q0, v0, z0, t0, dt0
@@ -545,8 +545,8 @@ def micro_timings(n=20000):
             ("  pin.crba(model, data, q)", lambda: pin.crba(m, d, q0)),
             ("  pin.nonLinearEffects(model, data, q, v).copy()", lambda: pin.nonLinearEffects(m, d, q0, v0).copy()),
             ("  numba prepare_kernel(...) as in the run", lambda: cenic_mod.prepare_kernel(*prep_args)),
-            (f"  numba no-op, same 9 args (query tuple: {nka} elements)", lambda: noop9(*prep_args)),
-            (f"  numba no-op, 1 arg: the {nka}-element query tuple", lambda: noop1(c.query.kernel_args)),
+            (f"  numba no-op, same 9 args (packed query: {nka} elements)", lambda: noop9(*prep_args)),
+            (f"  numba no-op, 1 arg: the packed query buffers ({nka} elements)", lambda: noop1(c.query.packed)),
             ("CenicIntegrator._full_and_half(cache, dt)", lambda: it._full_and_half(c, dt)),
             ("  numba icf_full_and_half(...) as in the run", fh_call),
             ("  numba no-op, same 24 args (4 pool tuples)", lambda: noop24(*fh_args)),

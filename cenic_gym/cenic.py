@@ -20,7 +20,7 @@ import pinocchio as pin
 from numba import njit
 
 from . import solver as slv
-from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel
+from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, unpack_query_args
 from .icf import contact_impulse, contact_lagged_params
 from .external import ExternalSystems
 from .model import is_free_body_joint
@@ -66,10 +66,11 @@ def state_terms(M_upper, v, q, contacts, vs, static, out):
 
 
 @njit(cache=True)
-def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, query_args, static, out):
+def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, packed, static, out):
     """One numba call per state: the contact query (:func:`cenic_gym.contact._query_kernel`) and, unless some
     pairs need coal (then the caller finishes those and calls :func:`state_terms`), the state terms.
     Returns (number of contacts, number of pairs left to coal, smallest signed distance φ [m] (inf if none))."""
+    query_args = unpack_query_args(packed[0], packed[1], packed[2], packed[3])
     n, n_fallback = _query_kernel(q, v, Jw, lookahead, query_args)
     phi = query_args[23]
     phi_min = math.inf
@@ -382,7 +383,7 @@ class CenicIntegrator:
         query = cache.query
         if self.system.general_joints:
             query.sync_joint_poses(d)
-        n, n_fallback, phi_min = prepare_kernel(q, v, Jw, M_upper, lookahead, self.vs, query.kernel_args,
+        n, n_fallback, phi_min = prepare_kernel(q, v, Jw, M_upper, lookahead, self.vs, query.packed,
                                                 self._static, cache.out)
         if n_fallback:
             n = query.coal_fallback(n, Jw)

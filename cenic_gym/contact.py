@@ -161,14 +161,22 @@ class ContactQuery:
         self.geom_speed = np.zeros(ng)
         self._last_n = -1
         self._last_set = None
-        # everything _query_kernel needs besides (q, v, Jw, lookahead), passed as one tuple
-        self.kernel_args = (
+        # Everything _query_kernel needs besides (q, v, Jw, lookahead), in its order. Passing 39 arrays to numba
+        # costs ~75 ns each per call (argument typing), so they live in one float and one int buffer (the
+        # workspace attributes above become views into them) and are unpacked inside numba: (F, I, L, margin).
+        fields = (
             s.joint_kind, s.joint_idx_q, s.joint_cols, s.joint_ncols, self.joint_R, self.joint_p,
             s.geom_joint, s.geom_R, s.geom_p, s.geom_bound, self.geom_Rw, self.geom_pw, self.geom_speed,
-            s.pairs, s.geom_type, s.geom_size, s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, self.margin,
+            s.pairs, s.geom_type, s.geom_size, s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, None,
             self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb,
             self._k, self._d, self._mus, self._mud, self._fallback, self._pair_margin, self._Jc, self._cols, self._ncols,
             s.geom_box_c, s.geom_box_h)
+        F, I, L, views = pack_arrays(fields)
+        (self.joint_R, self.joint_p, self.geom_Rw, self.geom_pw, self.geom_speed) = (views[4], views[5], views[10],
+                                                                                     views[11], views[12])
+        (self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb, self._k, self._d, self._mus, self._mud,
+         self._fallback, self._pair_margin, self._Jc, self._cols, self._ncols) = views[21:37]
+        self.packed = (F, I, L, self.margin)
 
     def query(self, q, v, data, Jw, lookahead=0.0):
         """Contacts at q. ``data`` must hold ``pin.computeJointJacobians(model, data, q)`` whose world Jacobian
@@ -176,7 +184,7 @@ class ContactQuery:
         bodies can travel in that time. Returns a ContactSet of views into this workspace (valid until the next
         query)."""
         self.sync_joint_poses(data)
-        n, n_fallback = _query_kernel(q, v, Jw, float(lookahead), self.kernel_args)
+        n, n_fallback = _query_kernel(q, v, Jw, float(lookahead), unpack_query_args(*self.packed))
         if n_fallback:
             n = self.coal_fallback(n, Jw)
         return self.contact_set(n)
@@ -230,10 +238,62 @@ class ContactQuery:
         return n
 
 
+def pack_arrays(arrays):
+    """Copy float and int arrays (None: a placeholder) into one float64 and one int64 buffer. Returns
+    (F, I, L, views): L[k] = (offset, d0, d1, d2) of array k in its buffer and views[k] its view there."""
+    arrays = [None if a is None else np.ascontiguousarray(a) for a in arrays]
+    is_int = [a is not None and np.issubdtype(a.dtype, np.integer) for a in arrays]
+    L = np.zeros((len(arrays), 4), dtype=np.int64)
+    size = [0, 0]  # float, int
+    for k, a in enumerate(arrays):
+        if a is not None:
+            L[k, 0] = size[is_int[k]]
+            L[k, 1:1 + a.ndim] = a.shape
+            size[is_int[k]] += a.size
+    F = np.zeros(size[0])
+    I = np.zeros(size[1], dtype=np.int64)
+    views = []
+    for k, a in enumerate(arrays):
+        if a is None:
+            views.append(None)
+            continue
+        view = (I if is_int[k] else F)[L[k, 0]:L[k, 0] + a.size].reshape(a.shape)
+        view[...] = a
+        views.append(view)
+    return F, I, L, views
+
+
+@njit(cache=True)
+def _v1(B, L, k):
+    return B[L[k, 0]:L[k, 0] + L[k, 1]]
+
+
+@njit(cache=True)
+def _v2(B, L, k):
+    return B[L[k, 0]:L[k, 0] + L[k, 1] * L[k, 2]].reshape((L[k, 1], L[k, 2]))
+
+
+@njit(cache=True)
+def _v3(B, L, k):
+    return B[L[k, 0]:L[k, 0] + L[k, 1] * L[k, 2] * L[k, 3]].reshape((L[k, 1], L[k, 2], L[k, 3]))
+
+
+@njit(cache=True)
+def unpack_query_args(F, I, L, margin):
+    """The argument tuple of :func:`_query_kernel` as views of ContactQuery's packed buffers."""
+    return (_v1(I, L, 0), _v1(I, L, 1), _v2(I, L, 2), _v1(I, L, 3), _v3(F, L, 4), _v2(F, L, 5),
+            _v1(I, L, 6), _v3(F, L, 7), _v2(F, L, 8), _v1(F, L, 9), _v3(F, L, 10), _v2(F, L, 11), _v1(F, L, 12),
+            _v2(I, L, 13), _v1(I, L, 14), _v2(F, L, 15), _v1(F, L, 16), _v1(F, L, 17), _v1(F, L, 18),
+            _v1(F, L, 19), margin,
+            _v2(F, L, 21), _v2(F, L, 22), _v1(F, L, 23), _v1(I, L, 24), _v1(I, L, 25), _v1(I, L, 26), _v1(I, L, 27),
+            _v1(F, L, 28), _v1(F, L, 29), _v1(F, L, 30), _v1(F, L, 31), _v1(I, L, 32), _v1(F, L, 33), _v3(F, L, 34),
+            _v2(I, L, 35), _v1(I, L, 36), _v2(F, L, 37), _v2(F, L, 38))
+
+
 @njit(cache=True)
 def _query_kernel(q, v, Jw, lookahead, args):
     """One numba call per query: poses, speed bounds, broad + narrow phase and the contact Jacobians of the
-    numba-handled pairs (``args`` = ContactQuery.kernel_args). Returns (contacts, pairs left to coal)."""
+    numba-handled pairs (``args`` = unpack_query_args(*ContactQuery.packed)). Returns (contacts, pairs left to coal)."""
     (joint_kind, joint_idx_q, joint_cols, joint_ncols, joint_R, joint_p,
      geom_joint, geom_R, geom_p, geom_bound, geom_Rw, geom_pw, geom_speed,
      pairs, gtype, gsize, gk, gd, gmus, gmud, margin,

@@ -74,10 +74,11 @@ def rolling_sphere(U0=2.0, mu=0.5, radius=0.025, mass=0.5, stiffness=1e5, dissip
 
 
 def clutter(n_objects=20, stiffness=1e5, dissipation=50.0, mu=0.5, seed=0, bin_inner=0.5, wall=0.05,
-            wall_height=0.5, drop_height=0.1):
+            wall_height=0.5, drop_height=0.1, spheres_only=False):
     """CENIC hard clutter: alternating 10 cm boxes (1 kg) and 10 cm spheres (0.524 kg) dropped into an open bin
     (floor = ground half-space, four fixed box walls), a 3 x 3 grid per layer, layers 14 cm apart, poses jittered
-    with ``seed`` (no initial overlaps). ``stiffness`` is the combined pair stiffness [N/m]."""
+    with ``seed`` (no initial overlaps). ``stiffness`` is the combined pair stiffness [N/m]. ``spheres_only``: the
+    boxes become spheres (same positions and random stream, bodies named ``sphere<i>``)."""
     rng = np.random.default_rng(seed)
     mat = ContactMaterial(stiffness=2 * stiffness, dissipation=dissipation, mu_static=mu)
     b = SceneBuilder()
@@ -97,7 +98,7 @@ def clutter(n_objects=20, stiffness=1e5, dissipation=50.0, mu=0.5, seed=0, bin_i
         y = (k // per_side - 0.5 * (per_side - 1)) * spacing + rng.uniform(-0.005, 0.005)
         z = drop_height + 0.14 * layer
         rot = rng.uniform(-0.15, 0.15, size=3)
-        if (k + layer) % 2 == 0:  # checkerboard: columns alternate boxes and spheres
+        if (k + layer) % 2 == 0 and not spheres_only:  # checkerboard: columns alternate boxes and spheres
             b.add_body(f"box{i}", Box((0.1, 0.1, 0.1)), mass=1.0, position=(x, y, z), rotation=rot, material=mat)
         else:
             b.add_body(f"sphere{i}", Sphere(0.05), mass=0.524, position=(x, y, z), material=mat)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cenic_gym import Box, ContactMaterial, SceneBuilder, Sphere, scenes
+from cenic_gym import ContactMaterial, SceneBuilder, scenes
 
 from peer_common import G, box_corner_inverse_mass
 
@@ -77,22 +77,9 @@ def core_scenarios():
 def sphere_clutter(n_objects=20, stiffness=1e5, dissipation=50.0, mu=0.5, seed=0):
     """scenes.clutter with every box replaced by a sphere (same bin, grid, jitter, material): the solver workload of
     clutter without boxes, whose contact geometry differs between engines (Drake point contact: one point per
-    box-box pair). Built by scenes.clutter itself, with a SceneBuilder that turns its ``box<i>`` bodies into
-    ``sphere<i>`` (r = 5 cm, 0.524 kg, unrotated), so bin, positions and random stream cannot drift apart."""
-    builder = scenes.SceneBuilder
-
-    class SpheresOnly(builder):
-        def add_body(self, name, shapes, **kw):
-            if isinstance(shapes, Box):
-                name, shapes = name.replace("box", "sphere", 1), Sphere(0.05)
-                kw.update(mass=0.524, rotation=None)
-            return super().add_body(name, shapes, **kw)
-
-    scenes.SceneBuilder = SpheresOnly  # scenes.clutter looks the builder up at call time
-    try:
-        return scenes.clutter(n_objects=n_objects, stiffness=stiffness, dissipation=dissipation, mu=mu, seed=seed)
-    finally:
-        scenes.SceneBuilder = builder
+    box-box pair)."""
+    return scenes.clutter(n_objects=n_objects, stiffness=stiffness, dissipation=dissipation, mu=mu, seed=seed,
+                          spheres_only=True)
 
 
 ROBOT_MATERIAL = ContactMaterial(stiffness=2e5, dissipation=10.0, mu_static=0.8)  # pair: k = 1e5 N/m, d = 10 s/m

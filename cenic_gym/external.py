@@ -291,6 +291,10 @@ class ExternalSystems:
         bz = np.zeros(self.nz)
         for s, a, b in zip(self.systems, self.offsets[:-1], self.offsets[1:]):
             lin = s.linearize(t, z[a:b], q, v, dt, qtilde)
+            if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
+                raise FloatingPointError(
+                    f"{type(s).__name__} gave a non-finite linearization at t={t:.6g} s (C={lin.c!r}, d={lin.b!r}, "
+                    f"b_z={lin.bz!r}): check its output/dynamics for NaN or inf")
             parts.append(lin)
             if b > a:
                 Z[a:b] = lin.Z

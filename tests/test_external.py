@@ -166,3 +166,15 @@ def test_bad_controller_arguments(tmp_path, kw):
     args.update(kw)
     with pytest.raises(ValueError):
         JointPD(sys, **args)
+
+
+def test_non_finite_controller_output_raises_naming_the_system(tmp_path):
+    class Broken(ExternalSystem):
+        def output(self, t, z, q, v):
+            return np.array([np.nan])
+
+    sys = pendulum(tmp_path)
+    sim = Simulator(sys, accuracy=1e-3, external=[Broken([0])])
+    with pytest.raises(FloatingPointError, match="Broken"):
+        sim.advance_to(0.1)
+    assert np.all(np.isfinite(sim.q))

@@ -20,7 +20,7 @@ import pinocchio as pin
 from numba import njit
 
 from . import solver as slv
-from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, unpack_query_args
+from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics, unpack_query_args
 from .icf import contact_impulse, contact_lagged_params
 from .external import ExternalSystems
 from .model import is_free_body_joint
@@ -303,7 +303,6 @@ class CenicIntegrator:
         self.vs = float(system.stiction_tolerance)
         self.damping = np.asarray(system.model.damping, dtype=float).copy()  # implicit: A = M + δt D
         nv = system.nv
-        self._nv_is_1 = nv == 1
         cpl = (system.coupler_q0, system.coupler_q1, system.coupler_v0, system.coupler_v1, system.coupler_ratio,
                system.coupler_offset)
         self._static = (system.limit_q, system.limit_v) + cpl
@@ -372,9 +371,7 @@ class CenicIntegrator:
         """Geometry, dynamics and lagged terms at (q, v); speculative contacts for ``lookahead`` [s]."""
         m, d = self.model, self.data
         t0 = time.perf_counter()
-        Jw = pin.computeJointJacobians(m, d, q)
-        if self._nv_is_1:  # eigenpy returns a 6 x 1 matrix as a 1-d array
-            Jw = Jw.reshape(6, 1)
+        Jw = compute_kinematics(m, d, q)
         M_upper = pin.crba(m, d, q)
         bias = pin.nonLinearEffects(m, d, q, v).copy()
         if self.generalized_force is not None:

@@ -277,11 +277,11 @@ def record_problems(factory, t_end, every):
         return count[0] % every == 0
 
     def rec_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
-                 totals, integrate, kind, iq, iv, nq, v, q_out):
+                 totals, integrate, plan, v, q_out):
         prob = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse,
                         v) if take() else None
         ok = orig_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L,
-                       stats, totals, integrate, kind, iq, iv, nq, v, q_out)
+                       stats, totals, integrate, plan, v, q_out)
         if prob is not None:
             problems.append((prob, stats.copy()))
         return ok
@@ -459,16 +459,7 @@ def micro_timings(n=20000):
     from numba import njit
 
     @njit
-    def noop24(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21,
-               a22, a23):
-        return 0
-
-    @njit
-    def noop9(a0, a1, a2, a3, a4, a5, a6, a7, a8):
-        return 0
-
-    @njit
-    def noop1(a0):
+    def noop_args(*args):  # dispatch cost of a call with these arguments
         return 0
 
     @njit
@@ -500,14 +491,13 @@ def micro_timings(n=20000):
         fh_args = (c.q, c.v, c.M, c.bias, it.damping, dt, it.vs, c.dscale, c.contact_pool, c.limit_pool, gains,
                    gains, c.coupler_pool, it._tol, it.hessian_reuse, it._L, it._solve_stats, it._totals,
                    it._numba_integrate, it._int_plan, fh_out[1], fh_out[0], fh_out[3], fh_out[2])
-        kind, iq, iv, nq = it._int_plan
         v_tmp, q_tmp = np.empty(v0.shape[0]), np.empty(q0.shape[0])
         step_args = (mid.q, mid.v, mid.M, mid.bias, it.damping, 0.5 * dt, it.vs, mid.dscale, mid.contact_pool,
                      mid.limit_pool, gains, mid.coupler_pool, it._tol, it.hessian_reuse, it._L, it._solve_stats,
-                     it._totals, it._numba_integrate, kind, iq, iv, nq, v_tmp, q_tmp)
-        for f, a in ((noop24, fh_args), (noop9, prep_args)):
+                     it._totals, it._numba_integrate, it._int_plan, v_tmp, q_tmp)
+        for f, a in ((noop_args, fh_args), (noop_args, prep_args), (noop_args, step_args)):
             f(*a)
-        noop1(c.query.packed)
+        noop_args(c.query.packed)
         noop0()
         attempts = []
         nka = len(c.query.packed)
@@ -545,15 +535,15 @@ def micro_timings(n=20000):
             ("  pin.crba(model, data, q)", lambda: pin.crba(m, d, q0)),
             ("  pin.nonLinearEffects(model, data, q, v).copy()", lambda: pin.nonLinearEffects(m, d, q0, v0).copy()),
             ("  numba prepare_kernel(...) as in the run", lambda: cenic_mod.prepare_kernel(*prep_args)),
-            (f"  numba no-op, same 9 args (packed query: {nka} elements)", lambda: noop9(*prep_args)),
-            (f"  numba no-op, 1 arg: the packed query buffers ({nka} elements)", lambda: noop1(c.query.packed)),
+            (f"  numba no-op, same args (packed query: {nka} elements)", lambda: noop_args(*prep_args)),
+            (f"  numba no-op, 1 arg: the packed query buffers ({nka} elements)", lambda: noop_args(c.query.packed)),
             ("CenicIntegrator._full_and_half(cache, dt)", lambda: it._full_and_half(c, dt)),
             ("  numba icf_full_and_half(...) as in the run", fh_call),
-            ("  numba no-op, same 24 args (4 pool tuples)", lambda: noop24(*fh_args)),
+            ("  numba no-op, same args (4 pool tuples)", lambda: noop_args(*fh_args)),
             ("  CenicIntegrator._gain_pool(cache, dt)", lambda: it._gain_pool(c, dt)),
             ("CenicIntegrator._icf(cache, dt, v_guess)", lambda: it._icf(mid, 0.5 * dt, v_full)),
             ("  numba icf_step(...) as in the run", step_call),
-            ("  numba no-op, same 24 args", lambda: noop24(*step_args)),
+            ("  numba no-op, same args", lambda: noop_args(*step_args)),
             ("numba max_abs_diff(q1, q_full)", lambda: cenic_mod.max_abs_diff(q1, q_full)),
             ("adjust_step_size(...)", lambda: cenic_mod.adjust_step_size(dt, 1e-4, EPS, 1e-9, 0.1)),
             ("numba no-op, 0 args", noop0),

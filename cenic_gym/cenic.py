@@ -2,7 +2,8 @@
 
 One ICF step x^{n+1} = ICF(x^n; δt) (CENIC eq. 21) is: geometry and dynamics at x^n, the convex problem
 A = M + δt D, r = M v^n − δt (k + D·0 − τ_explicit), solved by :func:`cenic_gym.solver.solve`, then
-q^{n+1} = q^n ⊕ δt v^{n+1} (``pin.integrate``, quaternions stay unit).
+q^{n+1} = q^n ⊕ δt v^{n+1} (:func:`integrate_q` in numba, the same map as ``pin.integrate``, which is used for joint
+types it does not cover; quaternions stay unit).
 
 Error control (§V-A): first-order step doubling — the full step and two half steps; the error estimate is
 e = ‖q^{n+1} − q̂^{n+1}‖_∞ on the raw generalized positions (S = I: metres, radians and quaternion components,
@@ -20,9 +21,9 @@ import pinocchio as pin
 from numba import njit
 
 from . import solver as slv
-from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics, unpack_query_args
+from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics, query_contacts, unpack_query_args
 from .icf import contact_impulse, contact_lagged_params
-from .external import ExternalSystems
+from .external import ExternalSystems, GainLaw
 from .model import is_free_body_joint
 
 # Step-size controller constants (CENIC §V-F)
@@ -72,14 +73,11 @@ def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, packed, static, out):
     Returns (number of contacts, number of pairs left to coal, smallest signed distance φ [m] (inf if none))."""
     query_args = unpack_query_args(packed[0], packed[1], packed[2], packed[3])
     n, n_fallback = _query_kernel(q, v, Jw, lookahead, query_args)
-    phi = query_args[23]
+    contacts = query_contacts(query_args, n)
     phi_min = math.inf
     for i in range(n):
-        phi_min = min(phi_min, phi[i])
+        phi_min = min(phi_min, contacts[4][i])
     if n_fallback == 0:
-        contacts = (query_args[34][:n], query_args[35][:n], query_args[36][:n], query_args[22][:n],
-                    query_args[23][:n], query_args[28][:n], query_args[29][:n], query_args[30][:n],
-                    query_args[31][:n], n)
         state_terms(M_upper, v, q, contacts, vs, static, out)
     return n, n_fallback, phi_min
 
@@ -124,9 +122,10 @@ def integrate_q(q, v, dt, kind, iq, iv, nq, out):
 
 @njit(cache=True)
 def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
-             totals, integrate, int_kind, int_iq, int_iv, int_nq, v, q_out):
+             totals, integrate, plan, v, q_out):
     """One ICF step of size dt (CENIC eq. 21) from x^n = (q, v0): A = M + δt D, r = M v0 − δt (k − τ) (``bias``),
-    solve ℓ from the warm start in ``v`` (overwritten by v^{n+1}), then (if ``integrate``) q_out = q ⊕ δt v^{n+1}.
+    solve ℓ from the warm start in ``v`` (overwritten by v^{n+1}), then (if ``integrate``) q_out = q ⊕ δt v^{n+1}
+    with ``plan`` = (kind, q index, v index, nq) per joint (:func:`integrate_q`).
 
     ``totals`` accumulates [solves, Newton iterations, line-search iterations, factorizations, failures].
     Returns True when the solve converged."""
@@ -146,7 +145,7 @@ def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
     if not ok:
         totals[4] += 1
     elif integrate:
-        integrate_q(q, v, dt, int_kind, int_iq, int_iv, int_nq, q_out)
+        integrate_q(q, v, dt, plan[0], plan[1], plan[2], plan[3], q_out)
     return ok
 
 
@@ -155,15 +154,14 @@ def icf_full_and_half(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits,
                       tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half):
     """The two solves of a step-doubling attempt that start from x^n (CENIC §V-A): the full step (warm start v^n)
     and the first half step (warm start ½(v^n + v̂^{n+1})). Returns (full converged, half converged)."""
-    kind, iq, iv, nq = plan
     v_full[:] = v0
     if not icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse, L,
-                    stats, totals, integrate, kind, iq, iv, nq, v_full, q_full):
+                    stats, totals, integrate, plan, v_full, q_full):
         return False, False
     for a in range(v0.shape[0]):
         v_half[a] = 0.5 * (v0[a] + v_full[a])
     ok = icf_step(q, v0, M, bias, damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half, couplers, tol, reuse,
-                  L, stats, totals, integrate, kind, iq, iv, nq, v_half, q_half)
+                  L, stats, totals, integrate, plan, v_half, q_half)
     return True, ok
 
 
@@ -298,7 +296,8 @@ class CenicIntegrator:
         self._tol = self._tolerance()
         self.generalized_force = generalized_force
         self.gains = gains
-        self.external = ExternalSystems(external, system.nv) if external else None
+        systems = ([GainLaw(gains)] if gains is not None else []) + list(external or [])
+        self.external = ExternalSystems(systems, system.nv) if systems else None
         self.z = self.external.initial_state() if self.external else np.zeros(0)
         self.vs = float(system.stiction_tolerance)
         self.damping = np.asarray(system.model.damping, dtype=float).copy()  # implicit: A = M + δt D
@@ -403,36 +402,22 @@ class CenicIntegrator:
         st.wall_dynamics += t1 - t0
         st.wall_geometry += time.perf_counter() - t1
 
-    def _qtilde(self, q, dt):
-        """v -> q ⊕ δt v, the configuration eliminated in the external systems' linearization (CENIC eq. 26)."""
+    def _integrate(self, q, v, dt):
+        """q ⊕ δt v as a new array (numba for the covered joint types, else ``pin.integrate``)."""
         if not self._numba_integrate:
-            return lambda v: pin.integrate(self.model, q, dt * v)
+            return pin.integrate(self.model, q, dt * v)
+        out = np.empty(q.shape[0])
         kind, iq, iv, nq = self._int_plan
-
-        def qtilde(v):
-            out = np.empty_like(q)
-            integrate_q(q, v, dt, kind, iq, iv, nq, out)
-            return out
-        return qtilde
+        integrate_q(q, v, dt, kind, iq, iv, nq, out)
+        return out
 
     def _gain_pool(self, cache, dt):
-        """Effort-limited gain laws for a solve of size dt from ``cache``, and the external state update (Z, b_z)."""
-        if self.gains is None and self.external is None:
+        """Effort-limited gain laws of the external systems for a solve of size dt from ``cache`` (linearized
+        with q̃(v) = q ⊕ δt v, CENIC eq. 26), and their state update (Z, b_z); (empty, None, None) without any."""
+        if self.external is None:
             return self._no_gain, None, None
-        pools = []
-        Z = bz = None
-        if self.gains is not None:
-            idx, c, b, e = self.gains(cache.t, cache.q, cache.v, dt)
-            pools.append((np.asarray(idx, dtype=np.int64), np.asarray(c, dtype=float), np.asarray(b, dtype=float),
-                          np.asarray(e, dtype=float)))
-        if self.external is not None:
-            g, Z, bz = self.external.linearize(cache.t, cache.z, cache.q, cache.v, dt, self._qtilde(cache.q, dt))
-            pools.append(g)
-        if not pools:
-            return self._no_gain, Z, bz
-        if len(pools) == 1:
-            return pools[0], Z, bz
-        return tuple(np.concatenate([p[k] for p in pools]) for k in range(4)), Z, bz
+        return self.external.linearize(cache.t, cache.z, cache.q, cache.v, dt,
+                                       lambda v: self._integrate(cache.q, v, dt))
 
     def _z_next(self, Z, bz, v):
         return self.z if Z is None else Z @ v + bz  # no external state: z is the empty vector
@@ -442,16 +427,15 @@ class CenicIntegrator:
         t0 = time.perf_counter()
         v = v_guess.copy()
         q_next = np.empty(cache.q.shape[0])
-        kind, iq, iv, nq = self._int_plan
         gains, Z, bz = self._gain_pool(cache, dt)
         ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
                       cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool,
                       self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals,
-                      self._numba_integrate, kind, iq, iv, nq, v, q_next)
+                      self._numba_integrate, self._int_plan, v, q_next)
         if not ok:
             q_next = cache.q  # converged implies finite (the solver checks every norm)
         elif not self._numba_integrate:
-            q_next = pin.integrate(self.model, cache.q, dt * v)
+            q_next = self._integrate(cache.q, v, dt)
         self._stats.wall_solver += time.perf_counter() - t0
         return q_next, v, self._z_next(Z, bz, v), ok
 
@@ -469,9 +453,9 @@ class CenicIntegrator:
             self._int_plan, v_full, q_full, v_half, q_half)
         if not self._numba_integrate:
             if ok_full:
-                q_full = pin.integrate(self.model, cache.q, dt * v_full)
+                q_full = self._integrate(cache.q, v_full, dt)
             if ok_half:
-                q_half = pin.integrate(self.model, cache.q, 0.5 * dt * v_half)
+                q_half = self._integrate(cache.q, v_half, 0.5 * dt)
         self._stats.wall_solver += time.perf_counter() - t0
         return q_full, v_full, q_half, v_half, self._z_next(Z, bz, v_half), ok_full and ok_half
 

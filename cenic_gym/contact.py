@@ -291,6 +291,13 @@ def unpack_query_args(F, I, L, margin):
 
 
 @njit(cache=True)
+def query_contacts(args, n):
+    """The first n contacts of an unpacked query as (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, n)."""
+    return (args[34][:n], args[35][:n], args[36][:n], args[22][:n], args[23][:n], args[28][:n], args[29][:n],
+            args[30][:n], args[31][:n], n)
+
+
+@njit(cache=True)
 def _query_kernel(q, v, Jw, lookahead, args):
     """One numba call per query: poses, speed bounds, broad + narrow phase and the contact Jacobians of the
     numba-handled pairs (``args`` = unpack_query_args(*ContactQuery.packed)). Returns (contacts, pairs left to coal)."""

@@ -119,6 +119,20 @@ def _perturb(v, i):
     return vp, vp[i] - v[i]  # exactly representable increment
 
 
+class GainLaw(ExternalSystem):
+    """Wraps a user callable (t, q, v, dt) -> (idx, c, b, e) of effort-limited linear laws τ_i = clamp(b − c v_i,
+    ±e) (CENIC eq. 19–20), given directly in the convex form (the ``gains`` argument of the Simulator)."""
+
+    def __init__(self, fn):
+        super().__init__(np.zeros(0, dtype=np.int64))
+        self.fn = fn
+
+    def linearize(self, t, z, q, v, dt, qtilde):
+        idx, c, b, e = self.fn(t, q, v, dt)
+        return Linearization(np.asarray(idx, dtype=np.int64), np.asarray(c, dtype=float), np.asarray(b, dtype=float),
+                             np.asarray(e, dtype=float), np.zeros((0, v.shape[0])), np.zeros(0))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Built-in controllers
 # ---------------------------------------------------------------------------------------------------------------

@@ -95,7 +95,6 @@ def contact_jacobians(Jw, joint_cols, joint_ncols, joint_a, joint_b, points, nc,
         ncols[i] = m
 
 
-
 @njit(cache=True)
 def geometry_speeds(Jw, v, joint_cols, joint_ncols, geom_joint, geom_pw, geom_bound, out):
     """Upper bound of the speed [m/s] of any point of each geometry: |v_center| + |ω| r_bound (world frame)."""

@@ -80,6 +80,10 @@ class Sphere:
     def bounding_radius(self):
         return self.radius
 
+    def local_box(self):
+        """(centre, half extents) of the bounding box in the shape frame [m]."""
+        return np.zeros(3), np.full(3, self.radius)
+
 
 @dataclass(frozen=True)
 class Box:
@@ -100,6 +104,9 @@ class Box:
 
     def bounding_radius(self):
         return float(np.linalg.norm(self.size()))
+
+    def local_box(self):
+        return np.zeros(3), self.size()
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,9 @@ class Capsule:
     def bounding_radius(self):
         return 0.5 * self.length + self.radius
 
+    def local_box(self):
+        return np.zeros(3), np.array([self.radius, self.radius, 0.5 * self.length + self.radius])
+
 
 @dataclass(frozen=True)
 class Cylinder:
@@ -144,6 +154,9 @@ class Cylinder:
 
     def bounding_radius(self):
         return math.hypot(self.radius, 0.5 * self.length)
+
+    def local_box(self):
+        return np.zeros(3), np.array([self.radius, self.radius, 0.5 * self.length])
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,6 +212,10 @@ class ConvexMesh:
     def bounding_radius(self):
         return float(np.max(np.linalg.norm(self.vertices, axis=1)))
 
+    def local_box(self):
+        lo, hi = self.vertices.min(axis=0), self.vertices.max(axis=0)
+        return 0.5 * (lo + hi), 0.5 * (hi - lo)
+
 
 @dataclass(frozen=True)
 class HalfSpace:
@@ -212,6 +229,9 @@ class HalfSpace:
     def bounding_radius(self):
         return math.inf
 
+    def local_box(self):
+        return np.zeros(3), np.full(3, np.inf)
+
 
 SHAPES = (Sphere, Box, Capsule, Cylinder, ConvexMesh, HalfSpace)
 
@@ -221,25 +241,6 @@ SHAPES = (Sphere, Box, Capsule, Cylinder, ConvexMesh, HalfSpace)
 # --------------------------------------------------------------------------------------------------------------
 
 JOINT_FIXED, JOINT_ROOT_FREE, JOINT_GENERAL = 0, 1, 2
-
-
-def _local_box(shape):
-    """(centre, half extents) of a shape's bounding box in its own frame [m] (inf for a half-space)."""
-    t = shape.geom_type
-    z = np.zeros(3)
-    if t == nph.CONVEX:
-        lo, hi = shape.vertices.min(axis=0), shape.vertices.max(axis=0)
-        return 0.5 * (lo + hi), 0.5 * (hi - lo)
-    if t == nph.HALFSPACE:
-        return z, np.full(3, np.inf)
-    size = shape.size()
-    if t == nph.SPHERE:
-        return z, np.full(3, size[0])
-    if t == nph.BOX:
-        return z, size.copy()
-    if t == nph.CAPSULE:
-        return z, np.array([size[0], size[0], size[1] + size[0]])
-    return z, np.array([size[0], size[0], size[1]])  # cylinder
 
 
 def free_body_joint():
@@ -327,7 +328,7 @@ class MultibodySystem:
         self.geom_p = np.array([geo.placement.translation for geo in g], dtype=float).reshape(ng, 3)
         self.geom_bound = np.array([geo.shape.bounding_radius() for geo in g], dtype=float)
         # local bounding boxes (centre, half extents in the geometry frame) for the broad phase of coal pairs
-        boxes = [_local_box(geo.shape) for geo in g]
+        boxes = [geo.shape.local_box() for geo in g]
         self.geom_box_c = np.array([b[0] for b in boxes], dtype=float).reshape(ng, 3)
         self.geom_box_h = np.array([b[1] for b in boxes], dtype=float).reshape(ng, 3)
         self.geom_k = np.array([geo.material.stiffness for geo in g], dtype=float)

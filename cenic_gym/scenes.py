@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pinocchio as pin
 
 from .model import Box, ContactMaterial, SceneBuilder, Sphere
 
@@ -127,8 +128,6 @@ def panda_ik(system, position, rotation=HAND_DOWN, q_init=None, frame=PANDA_TCP,
     e = log(oMf⁻¹ oMd) in the frame (Pinocchio LOCAL Jacobian), clipped to the joint limits; the fingers keep their
     values from ``q_init`` (default ``system.q0``). Returns the full q (nq,); raises RuntimeError if the pose is
     not reached to ``tol`` (squared error norm)."""
-    import pinocchio as pin
-
     m = system.model
     d = m.createData()
     fid = system.frame_id(frame)
@@ -167,11 +166,9 @@ def panda_box_grasp(box_xy=(0.5, -0.15), box_size=(0.16, 0.06, 0.21), box_mass=0
     Materials (per geometry; pairs combine in series, physics-notes §2.2): robot k = 1e5 N/m, d = 20 s/m, μ = 1
     (rubber-like pads); box k = 1e5 N/m, d = 20 s/m, μ = 1; ground k = 1e5 N/m, d = 20 s/m, μ = 0.5. Finger/box
     pairs: k = 5e4 N/m per contact point, μ = 1. Returns the system; ``system.q0`` is the initial state."""
-    from .model import ContactMaterial as CM  # noqa: N817
-
-    robot_material = robot_material or CM(stiffness=1e5, dissipation=20.0, mu_static=1.0)
-    box_material = box_material or CM(stiffness=1e5, dissipation=20.0, mu_static=1.0)
-    ground_material = ground_material or CM(stiffness=1e5, dissipation=20.0, mu_static=0.5)
+    robot_material = robot_material or ContactMaterial(stiffness=1e5, dissipation=20.0, mu_static=1.0)
+    box_material = box_material or ContactMaterial(stiffness=1e5, dissipation=20.0, mu_static=1.0)
+    ground_material = ground_material or ContactMaterial(stiffness=1e5, dissipation=20.0, mu_static=0.5)
     lx, ly, lz = map(float, box_size)
     bx, by = map(float, box_xy)
     # static sag of the box on the ground: 4 corner points, pair stiffness in series

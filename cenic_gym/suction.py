@@ -56,6 +56,7 @@ import pinocchio as pin
 from numba import njit
 
 from . import narrowphase as nph
+from .contact import compute_kinematics
 from .external import ExternalSystem, JointPD
 from .model import Box, ContactMaterial, SceneBuilder
 
@@ -461,8 +462,7 @@ class SuctionGripper(ExternalSystem):
         if not self.on:
             return np.zeros(self.dofs.shape[0])
         s = self.system
-        J = pin.computeJointJacobians(self.model, self.data, q)  # forward kinematics + world joint Jacobians
-        J = J if J.ndim == 2 else J.reshape(6, -1)
+        J = compute_kinematics(self.model, self.data, q)  # forward kinematics + world joint Jacobians
         n = self._find_pairs()
         tau = self._tau
         tau[:] = 0.0

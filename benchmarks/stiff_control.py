@@ -128,7 +128,7 @@ def run(system, trajectory, gain, implicit, limits, budget, t_end=T_END):
     rel = ref.actInv(box_in_hand())
     cr = sim.contact_results()
     box = next(i for i, g in enumerate(system.geometries) if g.name == "box/0")
-    other = [system.geometries[a if b == box else b].name for a, b in zip(cr["geom_a"], cr["geom_b"]) if box in (a, b)]
+    other = [system.geometries[a if b == box else b].name for a, b in zip(cr.geom_a, cr.geom_b) if box in (a, b)]
     held = any("leftfinger" in n for n in other) and any("rightfinger" in n for n in other)
     return dict(held=held, gain=gain, implicit=implicit, limits=limits, accepted=st.accepted, rejected=st.rejected,
                 newton=st.newton_iters, wall=wall, t=sim.t, stopped=stopped, geom=st.wall_geometry,

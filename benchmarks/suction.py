@@ -67,7 +67,7 @@ def trajectory(sim_kw, implicit, **scene_kw):
     rows = [(0.0, sc.box_top(sim.q), sc.mouth_heights(sim.q).min(), 0.0)]
     while it.t < T_END - 1e-12:
         it.step(T_END)
-        phi = sim.contact_results()["phi"]
+        phi = sim.contact_results().phi
         rows.append((it.t, sc.box_top(sim.q), sc.mouth_heights(sim.q).min(), float(phi.min()) if len(phi) else 0.0))
     tr = np.array(rows)
     v_box = np.linalg.norm(sim.body_velocity("box")[0])

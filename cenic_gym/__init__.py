@@ -7,7 +7,8 @@ exact line search), :mod:`~cenic_gym.cenic` (the error-controlled integrator), :
 (implicit controllers and force elements), :mod:`~cenic_gym.robots` (robot model files), :mod:`~cenic_gym.simulator`
 (API).
 """
-from .cenic import IntegratorStats, SimulationError
+from .cenic import IntegratorStats
+from .errors import AccuracyNotMetError, CenicError, ModelError, SimulationError, SolverFailure
 from .external import ExternalSystem, InverseDynamicsPD, JointPD, JointPID
 from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Coupler, Cylinder, HalfSpace, MultibodySystem, RobotInfo,
                     SceneBuilder, Sphere)
@@ -16,7 +17,7 @@ from .suction import SuctionGripper
 
 __version__ = "0.1.0"
 
-__all__ = ["Box", "Capsule", "ContactMaterial", "ConvexMesh", "Coupler", "Cylinder", "ExternalSystem", "HalfSpace",
+__all__ = ["AccuracyNotMetError", "CenicError", "ModelError", "SolverFailure", "Box", "Capsule", "ContactMaterial", "ConvexMesh", "Coupler", "Cylinder", "ExternalSystem", "HalfSpace",
            "IntegratorStats", "InverseDynamicsPD", "JointPD", "JointPID",
            "MultibodySystem", "RobotInfo", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere",
            "SuctionGripper"]

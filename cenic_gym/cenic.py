@@ -23,6 +23,7 @@ from numba import njit
 from . import solver as slv
 from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics, query_contacts, unpack_query_args
 from .icf import contact_impulse, contact_lagged_params
+from .errors import AccuracyNotMetError, SimulationError, SolverFailure  # noqa: F401  (re-exported)
 from .external import ExternalSystems, GainLaw
 from .model import is_free_body_joint
 
@@ -176,10 +177,6 @@ def max_abs_diff(a, b):
     return e
 
 
-class SimulationError(RuntimeError):
-    """The integrator cannot continue: accuracy unreachable above the minimum step, or a non-finite state."""
-
-
 @dataclass
 class IntegratorStats:
     """Counters of an integration; wall times in seconds."""
@@ -204,16 +201,38 @@ class IntegratorStats:
     def copy(self):
         return IntegratorStats(**{f.name: getattr(self, f.name) for f in fields(self)})
 
-    def since(self, earlier):
-        """Counters accumulated since ``earlier`` (min/max dt kept from self)."""
-        out = self.copy()
-        for f in fields(self):
-            if f.name not in ("min_dt", "max_dt", "min_signed_distance"):
-                setattr(out, f.name, getattr(self, f.name) - getattr(earlier, f.name))
-        return out
-
     def as_dict(self):
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class AdvanceStats:
+    """What one :meth:`CenicIntegrator.advance_to` call did (a value; times in seconds).
+
+    accepted, rejected: attempted steps; solves, newton_iters: convex solves and their Newton iterations;
+    min_dt, mean_dt, max_dt: accepted step sizes (nan if no step was taken); min_signed_distance: most negative
+    contact φ [m] over the accepted states of this call (inf without contacts); sim_time: simulated time advanced;
+    wall_time: wall-clock time of the call; realtime_factor: sim_time / wall_time."""
+
+    accepted: int
+    rejected: int
+    solves: int
+    newton_iters: int
+    min_dt: float
+    mean_dt: float
+    max_dt: float
+    min_signed_distance: float
+    sim_time: float
+    wall_time: float
+
+    @property
+    def realtime_factor(self):
+        return self.sim_time / self.wall_time if self.wall_time > 0 else math.inf
+
+    def as_dict(self):
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["realtime_factor"] = self.realtime_factor
+        return d
 
 
 @dataclass
@@ -236,6 +255,13 @@ class StateCache:
     limit_pool: tuple = None
     coupler_pool: tuple = None
     valid: bool = False
+
+    def __getstate__(self):
+        """Copies forget the cached state (views of the query's buffers); the next step prepares it anew, with
+        bit-identical results since preparation is a function of (q, v, t) alone."""
+        state = self.__dict__.copy()
+        state.update(contacts=None, contact_pool=None, valid=False)
+        return state
 
 
 def adjust_step_size(dt, err, accuracy, min_step, max_step, order=ERROR_ORDER):
@@ -284,8 +310,8 @@ class CenicIntegrator:
                  contact_margin=DEFAULT_MARGIN, hessian_reuse=False, newton_kappa=NEWTON_KAPPA,
                  generalized_force=None, gains=None, error_per_unit_step=False, external=None):
         self.system = system
-        self.model = system.model
-        self.data = system.model.createData()
+        self.model = pin.Model(system.model)  # own copy: domain randomization of inertias changes this one only
+        self.data = self.model.createData()
         self.accuracy = float(accuracy)
         self.max_step = float(max_step)
         self.fixed_step = None if fixed_step is None else float(fixed_step)
@@ -300,6 +326,8 @@ class CenicIntegrator:
         self.external = ExternalSystems(systems, system.nv) if systems else None
         self.z = self.external.initial_state() if self.external else np.zeros(0)
         self.vs = float(system.stiction_tolerance)
+        self._geom_names = (tuple(g.name for g in system.geometries),
+                            tuple("world" if g.joint == 0 else self.model.names[g.joint] for g in system.geometries))
         self.damping = np.asarray(system.model.damping, dtype=float).copy()  # implicit: A = M + δt D
         nv = system.nv
         cpl = (system.coupler_q0, system.coupler_q1, system.coupler_v0, system.coupler_v1, system.coupler_ratio,
@@ -317,8 +345,19 @@ class CenicIntegrator:
         self.v = system.v0.copy()
         self.t = 0.0
         self.dt = self.fixed_step if self.fixed_step is not None else K_INIT * self.max_step
-        self.last_solution = None  # (cache, v, dt) of the last accepted solve, for contact results
+        self.last_solution = None  # (cache, v, dt, gains) of the last accepted solve, for contact results
+        self.frozen_results = None  # (ContactResults, efforts): the same, computed (after a copy or a restore)
         self.history = None  # list of (t, dt, accepted, error) when recording
+        self._window = [math.inf, 0.0, math.inf]  # min δt, max δt, min φ of the current advance_to call
+
+    def __getstate__(self):
+        """A copy holds the last step's contact results and efforts as values (the live ones are views of
+        workspaces that copies do not share)."""
+        state = self.__dict__.copy()
+        if self.last_solution is not None:
+            state["frozen_results"] = (self.contact_results(), self.applied_efforts())
+            state["last_solution"] = None
+        return state
 
     def _new_cache(self, contact_margin):
         """A StateCache with its workspace: contact query, state-term buffers and the fixed parts of the limit and
@@ -365,6 +404,7 @@ class CenicIntegrator:
     def invalidate(self):
         self.start.valid = False
         self.last_solution = None
+        self.frozen_results = None
 
     def _prepare(self, cache, q, v, z, t, lookahead):
         """Geometry, dynamics and lagged terms at (q, v); speculative contacts for ``lookahead`` [s]."""
@@ -423,11 +463,13 @@ class CenicIntegrator:
         return self.z if Z is None else Z @ v + bz  # no external state: z is the empty vector
 
     def _icf(self, cache, dt, v_guess):
-        """One ICF step of size dt from the cached state. Returns (q_next, v_next, z_next, converged)."""
+        """One ICF step of size dt from the cached state. Returns (q_next, v_next, z_next, converged); the gain
+        pool of the solve is kept in ``self._last_gains`` (for the applied efforts)."""
         t0 = time.perf_counter()
         v = v_guess.copy()
         q_next = np.empty(cache.q.shape[0])
         gains, Z, bz = self._gain_pool(cache, dt)
+        self._last_gains = gains
         ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
                       cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool,
                       self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals,
@@ -475,12 +517,13 @@ class CenicIntegrator:
             clipped = dt < dt_nominal
             if not self.start.valid:
                 self._prepare(self.start, self.q, self.v, self.z, self.t, dt)
-                if self.start.phi_min < self._stats.min_signed_distance:
-                    self._stats.min_signed_distance = self.start.phi_min
+                phi = self.start.phi_min
+                self._stats.min_signed_distance = min(self._stats.min_signed_distance, phi)
+                self._window[2] = min(self._window[2], phi)
             if self.fixed_step is not None:
                 q1, v1, z1, ok = self._icf(self.start, dt, self.v)
                 if not ok:
-                    raise SimulationError(
+                    raise SolverFailure(
                         f"ICF solve failed at t={self.t:.6g} s with fixed_step={dt:.3g} s (non-finite state or Newton "
                         f"did not converge in {slv.MAX_NEWTON_ITERATIONS} iterations)")
                 self._accept(q1, v1, z1, dt, self.start)
@@ -504,7 +547,7 @@ class CenicIntegrator:
             self._stats.rejected += 1
             if dt <= self.min_step * (1 + 1e-12):
                 reason = "non-finite solve" if not ok else f"error {err:.3g} > tolerance {tol:.3g}"
-                raise SimulationError(
+                raise (AccuracyNotMetError if ok else SolverFailure)(
                     f"CENIC cannot meet accuracy={self.accuracy:g} at t={self.t:.6g} s: {reason} at the minimum step "
                     f"min_step={self.min_step:g} s")
             self.dt = new_dt
@@ -512,9 +555,10 @@ class CenicIntegrator:
     def _accept(self, q1, v1, z1, dt, cache):
         # v1 is finite (a converged solve checks every norm), hence q1; external states come from user code
         if z1.shape[0] and not np.all(np.isfinite(z1)):
-            raise SimulationError(f"non-finite external-system state z after an accepted step at t={self.t:.6g} s: "
+            raise SolverFailure(f"non-finite external-system state z after an accepted step at t={self.t:.6g} s: "
                                   f"{z1!r}")
-        self.last_solution = (cache, v1, dt if cache is self.start else 0.5 * dt)
+        self.last_solution = (cache, v1, dt if cache is self.start else 0.5 * dt, self._last_gains)
+        self.frozen_results = None
         self.q = q1
         self.v = v1
         self.z = z1
@@ -527,32 +571,114 @@ class CenicIntegrator:
         if dt > st.max_dt:
             st.max_dt = dt
         st.sim_time += dt
+        w = self._window
+        w[0], w[1] = min(w[0], dt), max(w[1], dt)
 
-    def advance_to(self, t_end):
+    def advance_to(self, t_end, on_step=None):
+        """Integrate to t_end [s]; ``on_step()`` is called after every accepted step. Returns the
+        :class:`AdvanceStats` of this call."""
         t0 = time.perf_counter()
+        st = self.stats
+        start = (st.accepted, st.rejected, st.solves, st.newton_iters, self.t)
+        self._window = [math.inf, 0.0, math.inf]
         try:
             while self.t < t_end - 1e-14 * max(1.0, abs(t_end)):
                 self.step(t_end)
+                if on_step is not None:
+                    on_step()
             self.t = max(self.t, t_end)  # the last step is clipped to land on t_end; absorb round-off
         finally:
-            self._stats.wall_total += time.perf_counter() - t0
+            wall = time.perf_counter() - t0
+            self._stats.wall_total += wall
+        st = self.stats
+        accepted = st.accepted - start[0]
+        sim_time = self.t - start[4]
+        nan = math.nan
+        w = self._window
+        return AdvanceStats(accepted, st.rejected - start[1], st.solves - start[2], st.newton_iters - start[3],
+                            w[0] if accepted else nan, sim_time / accepted if accepted else nan,
+                            w[1] if accepted else nan, w[2], sim_time, wall)
 
     # ----------------------------------------------------------------------------------------------------------
     def contact_results(self):
-        """Per-contact results of the last accepted (half) step: dict of point (n,3) [m], normal (n,3), phi (n,)
-        [m], force (n,3) [N] on body B (world frame; −force acts on A), geom_a, geom_b."""
+        """:class:`ContactResults` of the last accepted (half) step (empty before the first step)."""
         if self.last_solution is None:
-            z = np.zeros((0, 3))
-            return dict(point=z, normal=z, phi=np.zeros(0), force=z, geom_a=np.zeros(0, int), geom_b=np.zeros(0, int))
-        cache, v, dt = self.last_solution
+            return self.frozen_results[0] if self.frozen_results is not None else ContactResults.empty()
+        cache, v, dt, _ = self.last_solution
         cs = cache.contacts
         mu, fn0, w = cache.contact_pool[7:10]
-        force = np.zeros((cs.n, 3))
-        vc = np.zeros((cs.n, 3))
-        slv.constraint_velocities(v, cs.Jc, cs.cols, cs.ncols, cs.n, vc)
-        for i in range(cs.n):
-            contact_impulse(vc[i], cs.normal[i], dt, cs.phi[i], cs.stiffness[i], cs.dissipation[i], mu[i],
-                            fn0[i], w[i], self.vs, force[i])
-        force /= dt
-        return dict(point=cs.point.copy(), normal=cs.normal.copy(), phi=cs.phi.copy(), force=force,
-                    geom_a=cs.geom_a.copy(), geom_b=cs.geom_b.copy())
+        force, slip = np.zeros((cs.n, 3)), np.zeros(cs.n)
+        contact_forces(v, cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation, mu, fn0, w,
+                       self.vs, dt, cs.n, force, slip)
+        names, bodies = self._geom_names
+        return ContactResults(cs.point.copy(), cs.normal.copy(), cs.phi.copy(), force, slip, cs.geom_a.copy(),
+                              cs.geom_b.copy(), tuple(names[i] for i in cs.geom_a), tuple(names[i] for i in cs.geom_b),
+                              tuple(bodies[i] for i in cs.geom_a), tuple(bodies[i] for i in cs.geom_b))
+
+    def applied_efforts(self):
+        """Generalized forces [N, N m] of each external system in the last accepted solve, as applied there:
+        τ_i = clamp(d_i − C_i v_i^{n+1}, ±e_i) on its ``dofs`` (list aligned with the external systems)."""
+        if self.external is None:
+            return []
+        if self.last_solution is None:
+            if self.frozen_results is not None:
+                return [e.copy() for e in self.frozen_results[1]]
+            return [np.zeros(len(s.dofs)) for s in self.external.systems]
+        _, v, _, gains = self.last_solution
+        idx, c, b, e = gains
+        tau = np.clip(b - c * v[idx], -e, e)
+        return [tau[a:z].copy() for a, z in self.external.last_bounds]
+
+
+@njit(cache=True)
+def contact_forces(v, Jc, cols, ncols, normal, phi, k, d, mu, fn0, w, vs, dt, n, force, slip):
+    """Average contact forces [N] on body B over a step of size dt at the solution v (world frame) and slip
+    speeds [m/s] (tangential relative speed at the contact), written into ``force`` (n, 3) and ``slip`` (n,)."""
+    vc = np.empty((n, 3))
+    slv.constraint_velocities(v, Jc, cols, ncols, n, vc)
+    for i in range(n):
+        contact_impulse(vc[i], normal[i], dt, phi[i], k[i], d[i], mu[i], fn0[i], w[i], vs, force[i])
+        vn = vc[i, 0] * normal[i, 0] + vc[i, 1] * normal[i, 1] + vc[i, 2] * normal[i, 2]
+        tx = vc[i, 0] - vn * normal[i, 0]
+        ty = vc[i, 1] - vn * normal[i, 1]
+        tz = vc[i, 2] - vn * normal[i, 2]
+        slip[i] = math.sqrt(tx * tx + ty * ty + tz * tz)
+        for j in range(3):
+            force[i, j] /= dt
+
+
+@dataclass(frozen=True)
+class ContactResults:
+    """Contacts of one accepted step (world frame, SI units), one row per contact point.
+
+    point (n, 3) [m]: midpoint of the witness points; normal (n, 3): unit, from geometry A to B; phi (n,) [m]:
+    signed distance (< 0: penetration); force (n, 3) [N]: average force on B over the step (−force acts on A);
+    slip_speed (n,) [m/s]: tangential relative speed of B with respect to A at the point; geom_a, geom_b (n,):
+    geometry indices; names_a, names_b: geometry names; body_a, body_b: names of the bodies (joints) they move
+    with ("world" for fixed geometry)."""
+
+    point: np.ndarray
+    normal: np.ndarray
+    phi: np.ndarray
+    force: np.ndarray
+    slip_speed: np.ndarray
+    geom_a: np.ndarray
+    geom_b: np.ndarray
+    names_a: tuple
+    names_b: tuple
+    body_a: tuple
+    body_b: tuple
+
+    @property
+    def n(self):
+        return self.phi.shape[0]
+
+    @property
+    def penetration(self):
+        """max(0, −φ) per contact [m]."""
+        return np.maximum(0.0, -self.phi)
+
+    @classmethod
+    def empty(cls):
+        z3, z, zi = np.zeros((0, 3)), np.zeros(0), np.zeros(0, dtype=np.int64)
+        return cls(z3, z3, z, z3, z, zi, zi, (), (), (), ())

@@ -124,6 +124,17 @@ class ContactSet:
         return ContactSet(self.n, *(getattr(self, f).copy() for f in self.__dataclass_fields__ if f != "n"))
 
 
+# The argument order of :func:`_query_kernel` (None: the margin scalar). Names are ContactQuery workspace
+# attributes or MultibodySystem attributes; :func:`unpack_query_args` unpacks them in this order.
+_QUERY_FIELDS = (
+    "joint_kind", "joint_idx_q", "joint_cols", "joint_ncols", "joint_R", "joint_p",
+    "geom_joint", "geom_R", "geom_p", "geom_bound", "geom_Rw", "geom_pw", "geom_speed",
+    "pairs", "geom_type", "geom_size", "geom_k", "geom_d", "geom_mu_s", "geom_mu_d", None,
+    "_p", "_n", "_phi", "_ga", "_gb", "_ja", "_jb", "_k", "_d", "_mus", "_mud", "_fallback", "_pair_margin",
+    "_Jc", "_cols", "_ncols", "geom_box_c", "geom_box_h")
+_INT_WORK = {"_ga", "_gb", "_ja", "_jb", "_fallback", "_cols", "_ncols"}
+
+
 class ContactQuery:
     """Reusable workspace for contact queries of one :class:`~cenic_gym.model.MultibodySystem`."""
 
@@ -135,48 +146,59 @@ class ContactQuery:
         s = system
         nj = s.model.njoints
         ng = len(s.geometries)
-        self.joint_R = np.zeros((nj, 3, 3))
-        self.joint_p = np.zeros((nj, 3))
-        self.geom_Rw = np.zeros((ng, 3, 3))
-        self.geom_pw = np.zeros((ng, 3))
         cap = max(8, nph.MAX_PAIR_CONTACTS * len(s.pairs))
         self.capacity = cap
-        self._p = np.zeros((cap, 3))
-        self._n = np.zeros((cap, 3))
-        self._phi = np.zeros(cap)
-        self._ga = np.zeros(cap, dtype=np.int64)
-        self._gb = np.zeros(cap, dtype=np.int64)
-        self._ja = np.zeros(cap, dtype=np.int64)
-        self._jb = np.zeros(cap, dtype=np.int64)
-        self._k = np.zeros(cap)
-        self._d = np.zeros(cap)
-        self._mus = np.zeros(cap)
-        self._mud = np.zeros(cap)
         mc = s.max_contact_cols
-        self._Jc = np.zeros((cap, 3, mc))
-        self._cols = np.zeros((cap, mc), dtype=np.int64)
-        self._ncols = np.zeros(cap, dtype=np.int64)
-        self._fallback = np.zeros(len(s.pairs), dtype=np.int64)
-        self._pair_margin = np.zeros(len(s.pairs))
-        self.geom_speed = np.zeros(ng)
+        npairs = len(s.pairs)
+        work = dict(
+            joint_R=np.zeros((nj, 3, 3)), joint_p=np.zeros((nj, 3)), geom_Rw=np.zeros((ng, 3, 3)),
+            geom_pw=np.zeros((ng, 3)), geom_speed=np.zeros(ng),
+            # this query's own copy of the per-geometry materials (domain randomization changes these, not the system)
+            geom_k=s.geom_k, geom_d=s.geom_d, geom_mu_s=s.geom_mu_s, geom_mu_d=s.geom_mu_d,
+            _p=np.zeros((cap, 3)), _n=np.zeros((cap, 3)), _phi=np.zeros(cap),
+            _ga=np.zeros(cap, dtype=np.int64), _gb=np.zeros(cap, dtype=np.int64),
+            _ja=np.zeros(cap, dtype=np.int64), _jb=np.zeros(cap, dtype=np.int64),
+            _k=np.zeros(cap), _d=np.zeros(cap), _mus=np.zeros(cap), _mud=np.zeros(cap),
+            _fallback=np.zeros(npairs, dtype=np.int64), _pair_margin=np.zeros(npairs),
+            _Jc=np.zeros((cap, 3, mc)), _cols=np.zeros((cap, mc), dtype=np.int64), _ncols=np.zeros(cap, dtype=np.int64))
+        # Everything _query_kernel needs besides (q, v, Jw, lookahead), in its order. Passing 39 arrays to numba
+        # costs ~75 ns each per call (argument typing), so they live in one float and one int buffer and are
+        # unpacked inside numba: packed = (F, I, L, margin). The workspace attributes (``work``) are views into
+        # F and I (:meth:`_bind_views`); they are not pickled but rebuilt from the buffers, so that a pickled or
+        # deep-copied query writes where its kernel reads.
+        arrays = [None if name is None else work[name] if name in work else getattr(s, name)
+                  for name in _QUERY_FIELDS]
+        F, I, L, _ = pack_arrays(arrays)
+        self._view_shapes = {name: work[name].shape for name in work}
+        self.packed = (F, I, L, self.margin)
+        self._bind_views()
+
+    def _bind_views(self):
+        """(Re)create the workspace views into the packed buffers and forget the cached ContactSet."""
+        F, I, L, _ = self.packed
+        for name, shape in self._view_shapes.items():
+            k = _QUERY_FIELDS.index(name)
+            buf = I if name in _INT_WORK else F
+            size = int(np.prod(shape))
+            setattr(self, name, buf[L[k, 0]:L[k, 0] + size].reshape(shape))
         self._last_n = -1
         self._last_set = None
-        # Everything _query_kernel needs besides (q, v, Jw, lookahead), in its order. Passing 39 arrays to numba
-        # costs ~75 ns each per call (argument typing), so they live in one float and one int buffer (the
-        # workspace attributes above become views into them) and are unpacked inside numba: (F, I, L, margin).
-        fields = (
-            s.joint_kind, s.joint_idx_q, s.joint_cols, s.joint_ncols, self.joint_R, self.joint_p,
-            s.geom_joint, s.geom_R, s.geom_p, s.geom_bound, self.geom_Rw, self.geom_pw, self.geom_speed,
-            s.pairs, s.geom_type, s.geom_size, s.geom_k, s.geom_d, s.geom_mu_s, s.geom_mu_d, None,
-            self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb,
-            self._k, self._d, self._mus, self._mud, self._fallback, self._pair_margin, self._Jc, self._cols, self._ncols,
-            s.geom_box_c, s.geom_box_h)
-        F, I, L, views = pack_arrays(fields)
-        (self.joint_R, self.joint_p, self.geom_Rw, self.geom_pw, self.geom_speed) = (views[4], views[5], views[10],
-                                                                                     views[11], views[12])
-        (self._p, self._n, self._phi, self._ga, self._gb, self._ja, self._jb, self._k, self._d, self._mus, self._mud,
-         self._fallback, self._pair_margin, self._Jc, self._cols, self._ncols) = views[21:37]
-        self.packed = (F, I, L, self.margin)
+
+    def __getstate__(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in self._view_shapes}
+        state["_last_n"], state["_last_set"] = -1, None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._bind_views()
+
+    def set_material(self, geoms, stiffness=None, dissipation=None, mu_static=None, mu_dynamic=None):
+        """Overwrite the materials of geometries ``geoms`` (indices) in this query (next query on)."""
+        for arr, val in ((self.geom_k, stiffness), (self.geom_d, dissipation), (self.geom_mu_s, mu_static),
+                         (self.geom_mu_d, mu_dynamic)):
+            if val is not None:
+                arr[geoms] = val
 
     def query(self, q, v, data, Jw, lookahead=0.0):
         """Contacts at q. ``data`` must hold ``pin.computeJointJacobians(model, data, q)`` whose world Jacobian
@@ -231,8 +253,9 @@ class ContactQuery:
             self._p[sl], self._n[sl], self._phi[sl] = pts[:m], nrm[:m], phi[:m]
             self._ga[sl], self._gb[sl] = a, b
             self._ja[sl], self._jb[sl] = s.geom_joint[a], s.geom_joint[b]
-            k, d, mus = _combine(s.geom_k[a], s.geom_d[a], s.geom_mu_s[a], s.geom_k[b], s.geom_d[b], s.geom_mu_s[b])
-            _, _, mud = _combine(s.geom_k[a], s.geom_d[a], s.geom_mu_d[a], s.geom_k[b], s.geom_d[b], s.geom_mu_d[b])
+            gk, gd = self.geom_k, self.geom_d
+            k, d, mus = _combine(gk[a], gd[a], self.geom_mu_s[a], gk[b], gd[b], self.geom_mu_s[b])
+            _, _, mud = _combine(gk[a], gd[a], self.geom_mu_d[a], gk[b], gd[b], self.geom_mu_d[b])
             self._k[sl], self._d[sl], self._mus[sl], self._mud[sl] = k, d, mus, mud
             n += m
         return n

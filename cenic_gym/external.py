@@ -60,6 +60,24 @@ class ExternalSystem:
         self.effort_limit = lim
         self.implicit = bool(implicit)
 
+    # -- parameters and set-points (part of the simulator state) -------------------------------------------------
+    def get_params(self):
+        """Everything mutable the system's future depends on besides its state z (set-points, gains, limits,
+        switches), as a dict of copies; :meth:`set_params` puts such a dict back."""
+        return {"effort_limit": self.effort_limit.copy()}
+
+    def set_params(self, params):
+        self.effort_limit = np.array(params["effort_limit"], dtype=float)
+
+    def setpoint_vector(self):
+        """The numeric set-points, flat (the system's part of ``Simulator.get_state_vector``)."""
+        return np.zeros(0)
+
+    def set_setpoint_vector(self, x):
+        """Inverse of :meth:`setpoint_vector`."""
+        if len(x):
+            raise ValueError(f"{type(self).__name__} has no set-points, got {len(x)} values")
+
     # -- the model of the system -----------------------------------------------------------------------------------
     def initial_state(self):
         return np.zeros(self.nz)
@@ -80,20 +98,21 @@ class ExternalSystem:
             tau = self.output(t, z, q, v)
             bz = z + dt * self.dynamics(t, z, q, v) if nz else z.copy()
             return Linearization(self.dofs, np.zeros(self.dofs.shape), tau, self.effort_limit, np.zeros((nz, nv)), bz)
+        t1 = t + dt  # the law is evaluated at the end of the step (x̃^{n+1})
         q0 = qtilde(v)
         if nz:
-            h0 = self.dynamics(t, z, q0, v)
+            h0 = self.dynamics(t1, z, q0, v)
             Az = np.empty((nz, nz))
             for j in range(nz):
                 dz = _SQRT_EPS * max(1.0, abs(z[j]))
                 zp = z.copy()
                 zp[j] += dz
                 dz = zp[j] - z[j]
-                Az[:, j] = (self.dynamics(t, zp, q0, v) - h0) / dz
+                Az[:, j] = (self.dynamics(t1, zp, q0, v) - h0) / dz
             Bz = np.empty((nz, nv))
             for i in range(nv):
                 vp, dv = _perturb(v, i)
-                Bz[:, i] = (self.dynamics(t, z, qtilde(vp), vp) - h0) / dv
+                Bz[:, i] = (self.dynamics(t1, z, qtilde(vp), vp) - h0) / dv
             bh = h0 - Az @ z - Bz @ v
             Minv = np.linalg.inv(np.eye(nz) - dt * Az)
             Z = dt * Minv @ Bz
@@ -102,11 +121,11 @@ class ExternalSystem:
             Z = np.zeros((0, nv))
             bz = np.zeros(0)
         z0 = Z @ v + bz
-        g0 = self.output(t, z0, q0, v)
+        g0 = self.output(t1, z0, q0, v)
         c = np.empty(self.dofs.shape)
         for k, i in enumerate(self.dofs):
             vp, dv = _perturb(v, i)
-            gp = self.output(t, Z @ vp + bz, qtilde(vp), vp)
+            gp = self.output(t1, Z @ vp + bz, qtilde(vp), vp)
             c[k] = -(gp[k] - g0[k]) / dv
         np.maximum(c, 0.0, out=c)
         b = g0 + c * v[self.dofs]
@@ -151,10 +170,43 @@ def _model_effort(system, dofs):
     return lim
 
 
+class PiecewiseLinear:
+    """Set-points that vary within an advance: values (k, n) at strictly increasing times (k,) [s], linearly
+    interpolated and held constant outside [times[0], times[-1]]. A picklable callable t -> (n,)."""
+
+    def __init__(self, times, values):
+        self.times = np.array(times, dtype=float).reshape(-1)
+        self.values = np.array(values, dtype=float).reshape(self.times.shape[0], -1)
+        if not (np.all(np.isfinite(self.times)) and np.all(np.isfinite(self.values))):
+            raise ValueError(f"PiecewiseLinear: times and values must be finite, got {times!r}, {values!r}")
+        if self.times.shape[0] < 1 or np.any(np.diff(self.times) <= 0):
+            raise ValueError(f"PiecewiseLinear: times must be strictly increasing, got {times!r}")
+
+    def __call__(self, t):
+        return np.array([np.interp(t, self.times, col) for col in self.values.T])
+
+
+def _target(value, n, name):
+    """A set-point: a constant (n,) array, or a callable of time t [s] returning one (checked when evaluated)."""
+    return value if callable(value) else _per_dof(value, n, name)
+
+
+def _evaluate(target, t, n, name):
+    if not callable(target):
+        return target
+    value = np.asarray(target(t), dtype=float)
+    if value.shape != (n,) or not np.all(np.isfinite(value)):
+        raise ValueError(f"set-point {name}(t={t!r}) must be a finite array of shape ({n},), got {value!r}")
+    return value
+
+
 class JointController(ExternalSystem):
     """Common part of the joint-space controllers: 1-DOF joints ``dofs`` (v indices; q̇ = v as for revolute and
     prismatic joints), gains K_p, K_d ≥ 0, set-points q_d (default: the system's q0), v_d (default 0) and a
-    feed-forward term named by ``FEEDFORWARD`` (default 0). Effort limits default to the model's ``effortLimit``."""
+    feed-forward term named by ``FEEDFORWARD`` (default 0). Effort limits default to the model's ``effortLimit``.
+
+    Set-points are constant arrays or callables of time t [s] (e.g. :class:`PiecewiseLinear`) that vary within an
+    advance; an implicit step from t to t + δt uses them at t + δt (CENIC §V-C: the law is evaluated at x̃^{n+1})."""
 
     FEEDFORWARD = "tau_ff"
 
@@ -164,21 +216,61 @@ class JointController(ExternalSystem):
         self.qidx = _q_indices(system, dofs)
         super().__init__(dofs, _model_effort(system, dofs) if isinstance(effort_limit, str) else effort_limit,
                          implicit)
-        n = dofs.shape[0]
-        self.kp = _per_dof(kp, n, "kp")
-        self.kd = _per_dof(kd, n, "kd")
-        if np.any(self.kp < 0) or np.any(self.kd < 0):
-            raise ValueError(f"gains must be >= 0, got kp={kp!r}, kd={kd!r}")
-        self.q_d = _per_dof(system.q0[self.qidx] if q_d is None else q_d, n, "q_d")
-        self.v_d = _per_dof(0.0 if v_d is None else v_d, n, "v_d")
-        setattr(self, self.FEEDFORWARD, _per_dof(0.0 if feedforward is None else feedforward, n, self.FEEDFORWARD))
+        self.set_gains(kp, kd)
+        self.targets = {}
+        self.set_target(system.q0[self.qidx] if q_d is None else q_d, 0.0 if v_d is None else v_d,
+                        0.0 if feedforward is None else feedforward)
 
     def set_target(self, q_d=None, v_d=None, feedforward=None):
-        """New set-points (None keeps the current one); takes effect at the next step."""
+        """New set-points (None keeps the current one), constant or callables of time; effective at the next step."""
         n = self.dofs.shape[0]
         for name, value in (("q_d", q_d), ("v_d", v_d), (self.FEEDFORWARD, feedforward)):
             if value is not None:
-                setattr(self, name, _per_dof(value, n, name))
+                self.targets[name] = _target(value, n, name)
+
+    def set_gains(self, kp=None, kd=None, effort_limit=None):
+        """New gains K_p, K_d ≥ 0 and/or effort limits > 0 (inf: none), per DOF or scalar (domain randomization)."""
+        n = self.dofs.shape[0]
+        kp = self.kp if kp is None else _per_dof(kp, n, "kp")
+        kd = self.kd if kd is None else _per_dof(kd, n, "kd")
+        if np.any(kp < 0) or np.any(kd < 0):
+            raise ValueError(f"gains must be >= 0, got kp={kp!r}, kd={kd!r}")
+        if effort_limit is not None:
+            lim = np.broadcast_to(np.asarray(effort_limit, dtype=float), (n,)).copy()
+            if np.any(np.isnan(lim)) or np.any(lim <= 0):
+                raise ValueError(f"effort_limit must be > 0 (inf for none), got {effort_limit!r}")
+            self.effort_limit = lim
+        self.kp, self.kd = kp, kd
+
+    def setpoints(self, t):
+        """(q_d, v_d, feed-forward) at time t [s]."""
+        n = self.dofs.shape[0]
+        return tuple(_evaluate(self.targets[k], t, n, k) for k in ("q_d", "v_d", self.FEEDFORWARD))
+
+    q_d = property(lambda self: self.targets["q_d"], lambda self, value: self.set_target(q_d=value))
+    v_d = property(lambda self: self.targets["v_d"], lambda self, value: self.set_target(v_d=value))
+
+    def get_params(self):
+        return dict(super().get_params(), kp=self.kp.copy(), kd=self.kd.copy(),
+                    targets={k: v if callable(v) else v.copy() for k, v in self.targets.items()})
+
+    def set_params(self, params):
+        super().set_params(params)
+        self.kp, self.kd = params["kp"].copy(), params["kd"].copy()
+        self.targets = {k: v if callable(v) else v.copy() for k, v in params["targets"].items()}
+
+    def setpoint_vector(self):
+        """[q_d, v_d, feed-forward] (3 n,); only for constant set-points."""
+        if any(callable(v) for v in self.targets.values()):
+            raise ValueError(f"{type(self).__name__} has time-varying set-points, which have no flat form: use "
+                             "Simulator.get_state() instead of get_state_vector()")
+        return np.concatenate([self.targets[k] for k in ("q_d", "v_d", self.FEEDFORWARD)])
+
+    def set_setpoint_vector(self, x):
+        n = self.dofs.shape[0]
+        if len(x) != 3 * n:
+            raise ValueError(f"{type(self).__name__}: expected {3 * n} set-point values, got {len(x)}")
+        self.set_target(x[:n], x[n:2 * n], x[2 * n:])
 
 
 class JointPD(JointController):
@@ -191,14 +283,18 @@ class JointPD(JointController):
     def set_target(self, q_d=None, v_d=None, tau_ff=None):
         super().set_target(q_d, v_d, tau_ff)
 
+    tau_ff = property(lambda self: self.targets["tau_ff"], lambda self, value: self.set_target(tau_ff=value))
+
     def output(self, t, z, q, v):
-        return self.kp * (self.q_d - q[self.qidx]) + self.kd * (self.v_d - v[self.dofs]) + self.tau_ff
+        q_d, v_d, tau_ff = self.setpoints(t)
+        return self.kp * (q_d - q[self.qidx]) + self.kd * (v_d - v[self.dofs]) + tau_ff
 
     def linearize(self, t, z, q, v, dt, qtilde):
         if not self.implicit:
             return super().linearize(t, z, q, v, dt, qtilde)
+        q_d, v_d, tau_ff = self.setpoints(t + dt)
         c = self.kd + dt * self.kp
-        b = self.kp * (self.q_d - q[self.qidx]) + self.kd * self.v_d + self.tau_ff
+        b = self.kp * (q_d - q[self.qidx]) + self.kd * v_d + tau_ff
         return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
 
 
@@ -214,8 +310,23 @@ class JointPID(JointPD):
             raise ValueError(f"ki must be >= 0, got {ki!r}")
         self.nz = self.dofs.shape[0]
 
+    def set_gains(self, kp=None, kd=None, effort_limit=None, ki=None):
+        super().set_gains(kp, kd, effort_limit)
+        if ki is not None:
+            ki = _per_dof(ki, self.dofs.shape[0], "ki")
+            if np.any(ki < 0):
+                raise ValueError(f"ki must be >= 0, got {ki!r}")
+            self.ki = ki
+
+    def get_params(self):
+        return dict(super().get_params(), ki=self.ki.copy())
+
+    def set_params(self, params):
+        super().set_params(params)
+        self.ki = params["ki"].copy()
+
     def dynamics(self, t, z, q, v):
-        return self.q_d - q[self.qidx]
+        return self.setpoints(t)[0] - q[self.qidx]
 
     def output(self, t, z, q, v):
         return super().output(t, z, q, v) + self.ki * z
@@ -224,12 +335,13 @@ class JointPID(JointPD):
         if not self.implicit:
             return ExternalSystem.linearize(self, t, z, q, v, dt, qtilde)
         nv = v.shape[0]
-        err = self.q_d - q[self.qidx]
+        q_d, v_d, tau_ff = self.setpoints(t + dt)
+        err = q_d - q[self.qidx]
         Z = np.zeros((self.nz, nv))
         Z[np.arange(self.nz), self.dofs] = -dt * dt
         bz = z + dt * err
         c = self.kd + dt * self.kp + dt * dt * self.ki
-        b = self.kp * err + self.ki * bz + self.kd * self.v_d + self.tau_ff
+        b = self.kp * err + self.ki * bz + self.kd * v_d + tau_ff
         return Linearization(self.dofs, c, b, self.effort_limit, Z, bz)
 
 
@@ -254,9 +366,12 @@ class InverseDynamicsPD(JointController):
     def set_target(self, q_d=None, v_d=None, a_ff=None):
         super().set_target(q_d, v_d, a_ff)
 
+    a_ff = property(lambda self: self.targets["a_ff"], lambda self, value: self.set_target(a_ff=value))
+
     def output(self, t, z, q, v):
+        q_d, v_d, a_ff = self.setpoints(t)
         a = np.zeros(self.model.nv)
-        a[self.dofs] = self.a_ff + self.kp * (self.q_d - q[self.qidx]) + self.kd * (self.v_d - v[self.dofs])
+        a[self.dofs] = a_ff + self.kp * (q_d - q[self.qidx]) + self.kd * (v_d - v[self.dofs])
         return pin.rnea(self.model, self.data, q, v, a)[self.dofs]
 
 
@@ -293,6 +408,7 @@ class ExternalSystems:
         self.offsets = np.cumsum([0] + [s.nz for s in self.systems])
         self.nz = int(self.offsets[-1])
         self.nv = nv
+        self.last_bounds = [(0, 0)] * len(self.systems)  # each system's slice of the last gain pool
 
     def initial_state(self):
         return np.concatenate([np.asarray(s.initial_state(), dtype=float) for s in self.systems]) if self.nz else \
@@ -313,6 +429,8 @@ class ExternalSystems:
             if b > a:
                 Z[a:b] = lin.Z
                 bz[a:b] = lin.bz
+        ends = np.cumsum([0] + [p.idx.shape[0] for p in parts])
+        self.last_bounds = list(zip(ends[:-1].tolist(), ends[1:].tolist()))
         if not parts:
             return (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)), Z, bz
         gains = (np.concatenate([p.idx for p in parts]).astype(np.int64),

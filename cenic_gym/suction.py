@@ -457,6 +457,23 @@ class SuctionGripper(ExternalSystem):
                             N[i].copy(), nrm[i].copy(), float(cos[i]), F[i].copy()) for i in range(n)]
 
     # -- the external system -------------------------------------------------------------------------------------
+    def get_params(self):
+        return dict(super().get_params(), on=self.on, f_max=self.f_max, d_sat=self.d_sat, d_cut=self.d_cut)
+
+    def set_params(self, params):
+        super().set_params(params)
+        self.on = bool(params["on"])
+        self.f_max, self.d_sat, self.d_cut = (float(params[k]) for k in ("f_max", "d_sat", "d_cut"))
+
+    def setpoint_vector(self):
+        """[on] (1.0 or 0.0)."""
+        return np.array([1.0 if self.on else 0.0])
+
+    def set_setpoint_vector(self, x):
+        if len(x) != 1 or x[0] not in (0.0, 1.0):
+            raise ValueError(f"SuctionGripper set-point must be [0.0] or [1.0] (off/on), got {x!r}")
+        self.on = bool(x[0])
+
     def output(self, t, z, q, v):
         """Generalized forces on ``dofs`` [N, N m] at q (0 when off)."""
         if not self.on:

@@ -93,7 +93,7 @@ def test_inverse_dynamics_pd_tracks_on_the_panda():
     assert np.abs(sim.q[:7] - qd).max() < 1e-3
 
 
-def test_setpoints_change_between_advance_calls_and_snapshots_include_z(tmp_path):
+def test_setpoints_change_between_advance_calls_and_snapshots_include_z_and_setpoints(tmp_path):
     sys = pendulum(tmp_path, axis="0 1 0")
     ctrl = JointPID(sys, [0], 200.0, 400.0, 10.0, q_d=0.0)
     sim = Simulator(sys, accuracy=1e-4, external=[ctrl])
@@ -104,6 +104,8 @@ def test_setpoints_change_between_advance_calls_and_snapshots_include_z(tmp_path
     assert sim.q[0] == pytest.approx(0.5, abs=1e-3)
     end = (sim.q, sim.z)
     sim.restore(snap)
+    assert sim.external[0] is ctrl and np.array_equal(ctrl.q_d, [0.0])  # the snapshot's set-point is back
+    ctrl.set_target(q_d=0.5)
     sim.advance_to(4.0)
     assert np.array_equal(sim.q, end[0]) and np.array_equal(sim.z, end[1])
 

@@ -86,19 +86,19 @@ def run_grasp(duration=3.0, accuracy=1e-3, rate=100.0, **path_kw):
         sim.advance_to(ts[k])
         cr = sim.contact_results()
         mask = np.array([(a in fingers and b == box) or (b in fingers and a == box)
-                         for a, b in zip(cr["geom_a"], cr["geom_b"])], dtype=bool)
+                         for a, b in zip(cr.geom_a, cr.geom_b)], dtype=bool)
         if mask.any():
-            phi_min = min(phi_min, float(cr["phi"][mask].min()))
+            phi_min = min(phi_min, float(cr.phi[mask].min()))
             if ts[k] > T_CLOSE:
-                n = cr["normal"][mask]
-                grip_force = np.abs(np.einsum("ij,ij->i", cr["force"][mask], n)).sum() / 2  # per pad
+                n = cr.normal[mask]
+                grip_force = np.abs(np.einsum("ij,ij->i", cr.force[mask], n)).sum() / 2  # per pad
         if ref is None and ts[k] >= T_CLOSE - 1e-9:
             ref = box_in_hand()
     wall = time.perf_counter() - t0
     rel = ref.actInv(box_in_hand())
     st = sim.stats
     cr = sim.contact_results()
-    ground_touch = any(system.geometries[a].name == "ground" and b == box for a, b in zip(cr["geom_a"], cr["geom_b"]))
+    ground_touch = any(system.geometries[a].name == "ground" and b == box for a, b in zip(cr.geom_a, cr.geom_b))
     return dict(slip=float(np.linalg.norm(rel.translation)), slip_vec=rel.translation.copy(),
                 slip_rot=float(np.linalg.norm(pin.log3(rel.rotation))), finger_pen=max(0.0, -phi_min),
                 max_pen=max(0.0, -st.min_signed_distance), box_disp=sim.body_pose("box")[0] - box0,

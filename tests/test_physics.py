@@ -47,7 +47,7 @@ def test_box_on_incline_sticks(accuracy):
     p1, _ = sim.body_pose("box")
     assert np.linalg.norm(p1 - p0) < 1e-3  # creep < 1 mm over 2 s
     # steady friction impulse balances gravity along the slope: total contact force = m g
-    f = sim.contact_results()["force"].sum(axis=0)
+    f = sim.contact_results().force.sum(axis=0)
     np.testing.assert_allclose(f, [0, 0, 1.0 * G], atol=2e-3 * G)
 
 
@@ -245,7 +245,7 @@ def test_clutter_stays_in_bin_without_deep_penetration():
     print(f"clutter max penetration {max_pen * 1e3:.3f} mm, {sim.stats.accepted} steps")
     assert 0.0 < max_pen < 1e-3
     # settled: static sag of the stack is ~0.1 mm
-    assert -sim.contact_results()["phi"].min() < 0.5e-3
+    assert -sim.contact_results().phi.min() < 0.5e-3
 
 
 def test_static_sag_matches_mg_over_k():
@@ -256,7 +256,7 @@ def test_static_sag_matches_mg_over_k():
     b.add_body("ball", Sphere(0.05), mass=1.0, position=(0, 0, 0.06), material=mat)
     sim = Simulator(b.build(), accuracy=1e-4)
     sim.advance_to(1.5)
-    phi = sim.contact_results()["phi"]
+    phi = sim.contact_results().phi
     assert phi[0] == pytest.approx(-G / k, rel=1e-3)
 
 
@@ -284,8 +284,8 @@ def test_other_shapes_rest_with_weight_balanced(shape_kind):
     v, w = sim.body_velocity("body")
     assert np.linalg.norm(v) < 1e-3 and np.linalg.norm(w) < 1e-2
     cr = sim.contact_results()
-    assert cr["phi"].size >= 2
-    np.testing.assert_allclose(cr["force"].sum(axis=0), [0, 0, G], atol=0.02 * G)
+    assert cr.phi.size >= 2
+    np.testing.assert_allclose(cr.force.sum(axis=0), [0, 0, G], atol=0.02 * G)
 
 
 def test_coupler_makes_panda_fingers_move_together():

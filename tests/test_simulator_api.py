@@ -10,15 +10,17 @@ from cenic_gym import icf
 from cenic_gym.cenic import adjust_step_size
 
 
-@pytest.mark.parametrize("kw", [dict(accuracy=0.0), dict(accuracy=-1e-3), dict(accuracy=float("nan")),
-                                dict(accuracy="x"), dict(max_step=0.0), dict(fixed_step=-0.01),
-                                dict(min_step=1.0, max_step=0.1), dict(contact_margin=-1.0),
-                                dict(generalized_force=3.0)])
-def test_invalid_arguments_raise_value_error_naming_the_value(kw):
-    with pytest.raises(ValueError) as e:
+@pytest.mark.parametrize("kw, exc", [
+    (dict(accuracy=0.0), ValueError), (dict(accuracy=-1e-3), ValueError), (dict(accuracy=float("nan")), ValueError),
+    (dict(accuracy=50.0), ValueError), (dict(accuracy="x"), TypeError), (dict(max_step=0.0), ValueError),
+    (dict(fixed_step=-0.01), ValueError), (dict(min_step=1.0, max_step=0.1), ValueError),
+    (dict(contact_margin=-1.0), ValueError), (dict(generalized_force=3.0), TypeError),
+    (dict(external=[3]), TypeError)])
+def test_invalid_arguments_raise_naming_the_value(kw, exc):
+    with pytest.raises(exc) as e:
         Simulator(scenes.free_fall(), **kw)
     name = next(iter(kw))
-    assert name in str(e.value)
+    assert name in str(e.value) or repr(kw[name]) in str(e.value)
 
 
 def test_invalid_state_and_time():
@@ -165,9 +167,9 @@ def test_contact_normal_convention_and_force_balance():
     sim = Simulator(scenes.sphere_drop(height=0.0, mass=0.1, stiffness=1e4, dissipation=5.0), accuracy=1e-4)
     sim.advance_to(1.0)
     cr = sim.contact_results()
-    assert cr["phi"].size == 1
-    np.testing.assert_allclose(cr["normal"][0], [0, 0, 1], atol=1e-12)  # from ground (A) to ball (B)
-    np.testing.assert_allclose(cr["force"][0], [0, 0, 0.1 * 9.81], rtol=1e-4, atol=1e-9)
+    assert cr.phi.size == 1
+    np.testing.assert_allclose(cr.normal[0], [0, 0, 1], atol=1e-12)  # from ground (A) to ball (B)
+    np.testing.assert_allclose(cr.force[0], [0, 0, 0.1 * 9.81], rtol=1e-4, atol=1e-9)
 
 
 def test_limit_kernel_period_is_beta_dt():

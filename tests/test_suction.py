@@ -13,7 +13,7 @@ from cenic_gym.suction import (ASSET_DIR, D_CUT, D_SAT, DEFAULT_URDF, F_MAX, Suc
 
 def max_penetration(sim):
     """Largest penetration [m] among the contacts of the last accepted step (0 if none)."""
-    phi = sim.contact_results()["phi"]
+    phi = sim.contact_results().phi
     return max(0.0, -float(phi.min())) if len(phi) else 0.0
 
 

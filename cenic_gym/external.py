@@ -231,15 +231,18 @@ class JointController(ExternalSystem):
     def set_gains(self, kp=None, kd=None, effort_limit=None):
         """New gains K_p, K_d ≥ 0 and/or effort limits > 0 (inf: none), per DOF or scalar (domain randomization)."""
         n = self.dofs.shape[0]
-        kp = self.kp if kp is None else _per_dof(kp, n, "kp")
-        kd = self.kd if kd is None else _per_dof(kd, n, "kd")
-        if np.any(kp < 0) or np.any(kd < 0):
-            raise ValueError(f"gains must be >= 0, got kp={kp!r}, kd={kd!r}")
+        new = {}
+        for name, value in (("kp", kp), ("kd", kd)):
+            if value is not None:
+                new[name] = _per_dof(value, n, name)
+                if np.any(new[name] < 0):
+                    raise ValueError(f"{name} must be >= 0, got {value!r}")
         if effort_limit is not None:
             lim = np.broadcast_to(np.asarray(effort_limit, dtype=float), (n,)).copy()
             if np.any(np.isnan(lim)) or np.any(lim <= 0):
                 raise ValueError(f"effort_limit must be > 0 (inf for none), got {effort_limit!r}")
             self.effort_limit = lim
+        kp, kd = new.get("kp", getattr(self, "kp", None)), new.get("kd", getattr(self, "kd", None))
         self.kp, self.kd = kp, kd
 
     def setpoints(self, t):

@@ -35,7 +35,8 @@ class SimState:
     only error-control memory); z: the external systems' states (e.g. PID integrators); external: each external
     system's :meth:`~cenic_gym.external.ExternalSystem.get_params` (set-points, gains, effort limits, suction on);
     params: the model parameters domain randomization changes (per-geometry ``stiffness``, ``dissipation``,
-    ``mu_static``, ``mu_dynamic`` and per-joint ``inertia`` as Pinocchio dynamic parameters (njoints, 10));
+    ``mu_static``, ``mu_dynamic``; per joint (the rigid body it carries) ``mass`` [kg], ``com`` (3,) [m] and
+    ``inertia`` (3, 3) [kg m²] about the COM, in the joint frame);
     contacts, efforts: :meth:`Simulator.contact_results` and :meth:`Simulator.applied_efforts` of the last step."""
 
     q: np.ndarray
@@ -189,8 +190,9 @@ class Simulator:
         it = self.integrator
         qy, model = it.start.query, it.model
         params = dict(stiffness=qy.geom_k.copy(), dissipation=qy.geom_d.copy(), mu_static=qy.geom_mu_s.copy(),
-                      mu_dynamic=qy.geom_mu_d.copy(),
-                      inertia=np.array([model.inertias[j].toDynamicParameters() for j in range(model.njoints)]))
+                      mu_dynamic=qy.geom_mu_d.copy(), mass=np.array([I.mass for I in model.inertias]),
+                      com=np.array([I.lever for I in model.inertias]),
+                      inertia=np.array([I.inertia for I in model.inertias]))
         return SimState(it.q.copy(), it.v.copy(), it.t, it.dt, it.z.copy(),
                         tuple(s.get_params() for s in self.external), params, it.contact_results(),
                         tuple(it.applied_efforts()))
@@ -225,8 +227,8 @@ class Simulator:
             query.set_material(slice(None), params["stiffness"], params["dissipation"], params["mu_static"],
                                params["mu_dynamic"])
         model = self.integrator.model
-        for j, p in enumerate(params["inertia"]):
-            model.inertias[j] = pin.Inertia.FromDynamicParameters(p)
+        for j, (m, c, I) in enumerate(zip(params["mass"], params["com"], params["inertia"])):
+            model.inertias[j] = pin.Inertia(m, c, I)  # bit-exact (a round trip through dynamic parameters is not)
 
     # -- the flat state vector ------------------------------------------------------------------------------------
     def state_vector_layout(self):

@@ -17,6 +17,22 @@ from .suction import SuctionGripper
 
 __version__ = "0.1.0"
 
+
+def _register_envs():
+    """Register the tasks with Gymnasium (ids -> ``cenic_gym.envs.<module>``; imported lazily by ``gym.make``)."""
+    import gymnasium
+
+    specs = [("CenicFranka-v0", "franka_box:FrankaBoxEnv", 200, {}),
+             ("CenicFrankaGoal-v0", "franka_box:FrankaBoxEnv", 200, {"goal_conditioned": True,
+                                                                    "reward_type": "sparse"})]
+    for env_id, entry, steps, kwargs in specs:
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=f"cenic_gym.envs.{entry}", max_episode_steps=steps,
+                               kwargs=kwargs)
+
+
+_register_envs()
+
 __all__ = ["AccuracyNotMetError", "CenicError", "ModelError", "SolverFailure", "Box", "Capsule", "ContactMaterial", "ConvexMesh", "Coupler", "Cylinder", "ExternalSystem", "HalfSpace",
            "IntegratorStats", "InverseDynamicsPD", "JointPD", "JointPID",
            "MultibodySystem", "RobotInfo", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere",

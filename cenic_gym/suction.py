@@ -1,6 +1,6 @@
 """Vacuum gripper: an array of spring-loaded bellows cups with a suction force element (CENIC §VII-D1, Fig. 13).
 
-**The gripper** (URDF in ``cenic_gym/assets/``, written by :func:`gripper_urdf`) is a gantry: a fixed root link
+**The gripper** (URDF in ``assets/``, shipped as ``cenic_gym.assets``, written by :func:`gripper_urdf`) is a gantry: a fixed root link
 ``gantry`` at the pose given to :func:`add_suction_gripper`, prismatic joints ``x``, ``y``, ``z`` (world axes)
 carrying the ``tool`` plate (1 kg, 12 × 12 × 2 cm box), and under the plate a ``rows × cols`` array of cups (4 cm
 pitch). Each cup (link ``cup_<i>``, 30 g) is a cylinder (radius 12 mm, 19 mm long) whose lip is a ring of 6 spheres
@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from importlib import resources
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +61,7 @@ from .contact import compute_kinematics
 from .external import ExternalSystem, JointPD
 from .model import Box, ContactMaterial, SceneBuilder
 
-ASSET_DIR = Path(__file__).resolve().parent / "assets"
+ASSET_DIR = Path(str(resources.files("cenic_gym.assets")))
 DEFAULT_URDF = ASSET_DIR / "suction_gripper_2x2.urdf"
 
 # Default geometry and masses of the gripper (SI units); the shipped URDFs are gripper_urdf(rows, cols).
@@ -209,7 +210,7 @@ def gripper_urdf(rows=2, cols=2, cup_radius=CUP_RADIUS, cup_length=CUP_LENGTH, c
 
 def gripper_urdf_path(rows=2, cols=2):
     """Path of the shipped URDF for a rows × cols array with the default parameters (2×2 and 3×3 ship in
-    ``cenic_gym/assets``); other sizes are written to a temporary file."""
+    ``assets/``); other sizes are written to a temporary file."""
     p = ASSET_DIR / f"suction_gripper_{rows}x{cols}.urdf"
     if p.is_file():
         return p

@@ -1,0 +1,328 @@
+"""CenicEnv: the Gymnasium base every cenic-gym task stands on (a thin layer over :class:`~cenic_gym.Simulator`).
+
+One ``step`` is one control period: the normalized action (clipped to [−1, 1], optionally delayed) is mapped to
+controller set-points by the task, then ``Simulator.advance_to(t + control_period)`` lets CENIC take as many
+adaptive substeps as the accuracy needs, with the controllers integrated implicitly inside every convex step.
+
+A task subclass defines (shape: ``../shared/docs/env-conventions.md``)::
+
+    default_config()            every number of the task (and the common options below), overridable by kwargs
+    _build()                    -> (MultibodySystem, [external systems])   once per env
+    _reset_task(options)        draw the episode (start state, goal, randomization) with self.np_random
+    _apply_action(action)       action (n,) in [−1, 1] -> controller set-points
+    _observe()                  -> observation (noise-free; a dict for goal-conditioned tasks)
+    _reward_terms(action, prev) -> {name: scaled value}; the reward is their sum
+    evaluate()                  -> {"success": bool, ...} (success kept apart from reward, as ManiSkill does)
+    _terminated()               -> bool
+    _task_state() / _set_task_state(state)   the task's own episode variables (goal, flags)
+
+Common options (constructor kwargs, all validated; task options come from ``default_config()`` too):
+
+=====================  =========  ==========================================================================
+option                 default    meaning
+=====================  =========  ==========================================================================
+accuracy               1e-3       CENIC ε, position error per step [m, rad], in (0, 1]
+max_step               None       largest CENIC step [s] (None: the control period)
+fixed_step             None       None: error control; a step [s]: plain fixed-step ICF (for comparisons)
+control_period         task       seconds per env step (``metadata["render_fps"]`` = 1 / control_period)
+domain_randomization   False      True: the task's ranges; a dict: override some ranges; False: nominal
+obs_noise              0.0        multiplier of the task's per-element observation noise scales
+action_delay           0          control periods between a policy's action and its application
+render_mode            None       rendering lands with its own issue; None only for now
+=====================  =========  ==========================================================================
+
+Solver trouble (accuracy not reachable above the minimum step, a failed solve) ends the episode with
+``truncated=True``, ``info["sim_failure"]`` and the last valid observation; the env then needs a ``reset``.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from .errors import SimulationError
+from .simulator import SimState, Simulator
+
+COMMON_DEFAULTS = dict(accuracy=1e-3, max_step=None, fixed_step=None, control_period=0.05,
+                       domain_randomization=False, obs_noise=0.0, action_delay=0, render_mode=None)
+
+
+def merge_config(defaults, overrides, env_name):
+    """``defaults`` updated with ``overrides``; an unknown key or a value of the wrong kind raises ValueError naming
+    it. Numbers stay numbers (finite), sequences keep their length, dicts merge one level deep (ranges)."""
+    config = copy.deepcopy(defaults)
+    for key, value in overrides.items():
+        if key not in defaults:
+            raise ValueError(f"unknown option {key!r} for {env_name}; options: {sorted(defaults)}")
+        default = defaults[key]
+        if isinstance(default, bool) and key != "domain_randomization":
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"option {key}={value!r} must be a bool")
+            value = bool(value)
+        elif isinstance(default, (int, float)) and not isinstance(default, bool):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(value):
+                raise ValueError(f"option {key}={value!r} must be a finite number")
+            if isinstance(default, int) and not float(value).is_integer():
+                raise ValueError(f"option {key}={value!r} must be an integer")
+            value = type(default)(value)
+        elif isinstance(default, (tuple, list)):
+            if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != len(default):
+                raise ValueError(f"option {key}={value!r} must be a sequence of {len(default)} values")
+            value = tuple(value)
+        elif isinstance(default, dict) and isinstance(value, dict):
+            unknown = set(value) - set(default)
+            if unknown:
+                raise ValueError(f"option {key} has unknown keys {sorted(unknown)}; known: {sorted(default)}")
+            value = {**default, **value}
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise ValueError(f"option {key}={value!r} must be a str")
+        config[key] = value
+    return config
+
+
+@dataclass(frozen=True)
+class EnvState:
+    """Everything that continues an episode exactly: the simulator's :class:`~cenic_gym.simulator.SimState`, the
+    env's random generator state, step counter, previous action, pending delayed actions and the task's state."""
+
+    sim: SimState
+    rng: dict
+    steps: int
+    prev_action: np.ndarray
+    pending: tuple
+    task: dict
+
+
+class CenicEnv(gym.Env):
+    """Base class of the cenic-gym tasks (see the module docstring for the contract)."""
+
+    metadata = {"render_modes": [], "render_fps": 20}
+
+    def __init__(self, **kwargs):
+        name = type(self).__name__
+        self.config = merge_config({**COMMON_DEFAULTS, **self.default_config()}, kwargs, name)
+        c = self.config
+        if c["render_mode"] is not None:
+            raise ValueError(f"render_mode={c['render_mode']!r} is not available yet (rendering is a separate issue); "
+                             "use render_mode=None")
+        self.render_mode = None
+        self.control_period = _positive("control_period", c["control_period"])
+        if not (isinstance(c["action_delay"], int) and c["action_delay"] >= 0):
+            raise ValueError(f"action_delay must be an integer >= 0, got {c['action_delay']!r}")
+        if c["obs_noise"] < 0:
+            raise ValueError(f"obs_noise must be >= 0, got {c['obs_noise']!r}")
+        _check_randomization(c["domain_randomization"], c.get("randomization", {}))
+        self.metadata = {**self.metadata, "render_fps": 1.0 / self.control_period}
+        system, external = self._build()
+        self.sim = Simulator(system, accuracy=c["accuracy"],
+                             max_step=self.control_period if c["max_step"] is None else c["max_step"],
+                             fixed_step=c["fixed_step"], external=external)
+        self._initial = self.sim.get_state()  # every reset starts from here: nothing is rebuilt
+        n = self.action_space.shape[0]
+        self._prev_action = np.zeros(n)
+        self._pending = []
+        self._steps = 0
+        self._last_obs = None
+
+    # -- to be defined by tasks ----------------------------------------------------------------------------------
+    @staticmethod
+    def default_config():
+        return {}
+
+    def _build(self):
+        raise NotImplementedError
+
+    def _reset_task(self, options):
+        raise NotImplementedError
+
+    def _apply_action(self, action):
+        raise NotImplementedError
+
+    def _observe(self):
+        raise NotImplementedError
+
+    def _obs_noise_scale(self):
+        """Per-element standard deviations of the observation noise at ``obs_noise=1`` (default: none)."""
+        return 0.0
+
+    def _reward_terms(self, action, prev_action):
+        raise NotImplementedError
+
+    def evaluate(self):
+        raise NotImplementedError
+
+    def _terminated(self):
+        return False
+
+    def _task_state(self):
+        return {}
+
+    def _set_task_state(self, state):
+        pass
+
+    RESET_OPTIONS: tuple = ()
+
+    # -- Gymnasium API -------------------------------------------------------------------------------------------
+    def reset(self, *, seed=None, options=None):
+        if options is not None:
+            if not isinstance(options, dict):
+                raise ValueError(f"options must be a dict or None, got {options!r}")
+            unknown = set(options) - set(self.RESET_OPTIONS)
+            if unknown:
+                raise ValueError(f"unknown reset options {sorted(unknown)}; known: {sorted(self.RESET_OPTIONS)}")
+        super().reset(seed=seed)
+        self.sim.restore(self._initial)
+        self._reset_task(options or {})
+        self._prev_action = np.zeros(self.action_space.shape[0])
+        self._pending = [self._prev_action.copy() for _ in range(self.config["action_delay"])]
+        self._steps = 0
+        obs = self._noisy(self._observe())
+        self._last_obs = obs
+        return obs, {"is_success": False, "sim": _sim_info(None)}
+
+    def step(self, action):
+        action = self._check_action(action)
+        if self._last_obs is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        self._pending.append(action)
+        applied = self._pending.pop(0)
+        prev = self._prev_action
+        try:
+            self._apply_action(applied)
+            stats = self.sim.advance_to(self.sim.t + self.control_period)
+            obs = self._observe()
+            _check_finite(obs)
+        except (SimulationError, FloatingPointError) as e:
+            info = {"is_success": False, "sim_failure": f"{type(e).__name__}: {e}", "sim": _sim_info(None)}
+            return copy.deepcopy(self._last_obs), 0.0, False, True, info
+        self._steps += 1
+        self._prev_action = action
+        terms = self._reward_terms(action, prev)
+        reward = float(sum(terms.values()))
+        success = bool(self.evaluate()["success"])
+        obs = self._noisy(obs)
+        self._last_obs = obs
+        info = {"is_success": success, "sim": _sim_info(stats), **{f"reward/{k}": float(v) for k, v in terms.items()}}
+        return obs, reward, bool(self._terminated()), False, info
+
+    def _check_action(self, action):
+        try:
+            a = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"action must be an array of shape {self.action_space.shape}, got {action!r}") from None
+        if a.shape != self.action_space.shape:
+            raise ValueError(f"action must have shape {self.action_space.shape}, got shape {a.shape}: {action!r}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"action must be finite, got {a!r}")
+        return np.clip(a, -1.0, 1.0)
+
+    def _noisy(self, obs):
+        """Float32 observation with Gaussian noise of std ``obs_noise`` × the task's scales (drawn from np_random)."""
+        level = self.config["obs_noise"]
+        if isinstance(obs, dict):
+            return {k: self._noisy(v) if k == "observation" else np.asarray(v, dtype=np.float32)
+                    for k, v in obs.items()}
+        obs = np.asarray(obs, dtype=np.float64)
+        if level > 0:
+            obs = obs + level * np.asarray(self._obs_noise_scale()) * self.np_random.normal(size=obs.shape)
+        return obs.astype(np.float32)
+
+    # -- state ---------------------------------------------------------------------------------------------------
+    def get_state(self) -> EnvState:
+        """Everything needed to continue this episode exactly (see :class:`EnvState`)."""
+        return EnvState(self.sim.get_state(), copy.deepcopy(self.np_random.bit_generator.state), self._steps,
+                        self._prev_action.copy(), tuple(a.copy() for a in self._pending),
+                        copy.deepcopy(self._task_state()))
+
+    def set_state(self, state: EnvState):
+        """Continue from :meth:`get_state` (of this env or another of the same id and options)."""
+        if not isinstance(state, EnvState):
+            raise TypeError(f"set_state needs an EnvState (from get_state()), got {state!r}")
+        self.sim.restore(state.sim)
+        self.np_random.bit_generator.state = copy.deepcopy(state.rng)
+        self._steps = state.steps
+        self._prev_action = state.prev_action.copy()
+        self._pending = [a.copy() for a in state.pending]
+        self._set_task_state(copy.deepcopy(state.task))
+        obs = self._observe()  # the observation to repeat after a failure (noise-free: no draw from the RNG)
+        self._last_obs = {k: np.asarray(v, np.float32) for k, v in obs.items()} if isinstance(obs, dict) \
+            else np.asarray(obs, np.float32)
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+            not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def _check_randomization(dr, ranges):
+    """``domain_randomization``: a bool, or a dict overriding some of the task's ``randomization`` ranges
+    (name -> (low, high) with low <= high)."""
+    if isinstance(dr, (bool, np.bool_)):
+        return
+    if not isinstance(dr, dict):
+        raise ValueError(f"domain_randomization must be a bool or a dict of ranges, got {dr!r}")
+    for key, value in dr.items():
+        if key not in ranges:
+            raise ValueError(f"domain_randomization has an unknown key {key!r}; known: {sorted(ranges)}")
+        lo_hi = np.asarray(value, dtype=float) if isinstance(value, (tuple, list, np.ndarray)) else None
+        if lo_hi is None or lo_hi.shape != (2,) or not np.all(np.isfinite(lo_hi)) or lo_hi[0] > lo_hi[1]:
+            raise ValueError(f"domain_randomization[{key!r}] must be a (low, high) range, got {value!r}")
+
+
+def _check_finite(obs):
+    parts = obs.values() if isinstance(obs, dict) else (obs,)
+    for p in parts:
+        if not np.all(np.isfinite(p)):
+            raise FloatingPointError(f"non-finite observation {p!r}")
+
+
+class SimInfo(Mapping):
+    """``info["sim"]``: integrator statistics of one env step, read like a dict: ``substeps`` (accepted CENIC steps),
+    ``rejected``, ``newton_iters``, ``min_dt`` [s] (nan before the first step), ``wall_s`` [s], ``realtime_factor``.
+
+    Equality compares the simulation's own numbers only: the wall-clock fields (``wall_s``, ``realtime_factor``)
+    differ from run to run, and Gymnasium's determinism check compares infos of identical runs."""
+
+    WALL_CLOCK = ("wall_s", "realtime_factor")
+
+    def __init__(self, **values):
+        self._values = values
+
+    def __getitem__(self, key):
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __eq__(self, other):
+        if not isinstance(other, SimInfo):
+            return NotImplemented
+        keys = [k for k in self._values if k not in self.WALL_CLOCK]
+        return self.keys() == other.keys() and all(_same(self[k], other[k]) for k in keys)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"SimInfo({self._values!r})"
+
+
+def _same(a, b):
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def _sim_info(stats):
+    """info["sim"] of one env step (zeros before the first)."""
+    if stats is None:
+        return SimInfo(substeps=0, rejected=0, newton_iters=0, min_dt=math.nan, wall_s=0.0, realtime_factor=math.nan)
+    return SimInfo(substeps=stats.accepted, rejected=stats.rejected, newton_iters=stats.newton_iters,
+                   min_dt=stats.min_dt, wall_s=stats.wall_time, realtime_factor=stats.realtime_factor)

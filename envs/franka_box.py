@@ -1,0 +1,440 @@
+"""CenicFranka-v0: a Franka Panda picks a box from a start region and places it upright in a target region.
+
+Scene: the Panda (example-robot-data, fixed base at the origin on the table top z = 0, armature 0.1 kg m² on the
+arm) and a box on the table. The table top is a half-space (μ 0.5); its footprint (``table_xy``) bounds the episode.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+from gymnasium import spaces
+
+from cenic_gym import Box, ContactMaterial, InverseDynamicsPD, JointPD, SceneBuilder
+from cenic_gym.env import CenicEnv
+from cenic_gym.scenes import min_jerk, panda_ik
+
+from . import panda_constants as pc
+
+
+def default_config():
+    """Every number of the task (SI units: m, kg, s, rad), overridable by constructor kwargs."""
+    return dict(
+        control_period=0.05,  # 20 Hz
+        action_type="joint_delta",  # or "ee_delta" (6-D end-effector delta by differential IK)
+        joint_delta_scale=0.05,  # arm target change [rad] per step at |a| = 1 (1 rad/s)
+        ee_delta_scale=(0.02, 0.15),  # TCP target change [m], [rad] per step at |a| = 1
+        arm_kp=pc.ARM_KP, arm_kd=pc.ARM_KD, grip_kp=pc.GRIP_KP, grip_kd=pc.GRIP_KD, grip_force=pc.GRIP_FORCE,
+        armature=pc.ARMATURE,
+        box_size=(0.16, 0.06, 0.21),  # (x, y, z) side lengths in the box frame; grasped across y (6 cm)
+        box_mass=0.4,
+        box_mu=1.0,  # cardboard on rubber pads; the box/table pair combines to 2·1·0.5/1.5 = 0.67
+        table_mu=0.5,
+        finger_mu=1.0,
+        stiffness=1e5, dissipation=20.0,  # per geometry [N/m], [s/m] (pairs in series: 5e4 N/m)
+        start_xy=((0.45, 0.60), (-0.30, -0.10)),  # box start region x, y ranges [m]
+        start_yaw=(-0.6, 0.6),  # box start yaw range [rad]
+        target_xy=((0.45, 0.60), (0.10, 0.30)),  # target region [m]
+        home_noise=0.02,  # uniform noise on the arm's start joints [rad]
+        table_xy=((-0.3, 0.9), (-0.6, 0.6)),  # table footprint: the box leaving it terminates
+        success_radius=0.025, success_tilt=math.radians(15.0), rest_speed=0.05, rest_spin=0.5,
+        lift_height=0.10,
+        reward_scales=dict(reach=1.0, grasp=1.0, lift=2.0, transport=2.0, place=4.0, release=4.0,
+                           action_rate=-0.01, table_collision=-1.0),
+        randomization=dict(box_mass=(0.25, 0.6), box_mu=(0.6, 1.2), table_mu=(0.35, 0.7), arm_kp_scale=(0.8, 1.2)),
+        goal_conditioned=False,  # dict observations for HER (observation / achieved_goal / desired_goal)
+        task="pick_place",  # or "reach" (goal-conditioned curriculum rung: bring the TCP to the goal)
+        reward_type="dense",  # "sparse" for the goal-conditioned form
+        goal_threshold=0.025,
+    )
+
+
+def randomize(config, rng):
+    """Per-episode physical parameters: the nominal ones, or draws from ``config["randomization"]`` ranges when
+    ``domain_randomization`` is on (a dict there overrides some ranges)."""
+    dr = config["domain_randomization"]
+    ranges = config["randomization"] if dr is True else ({**config["randomization"], **dr} if dr else None)
+    if not ranges:
+        return dict(box_mass=config["box_mass"], box_mu=config["box_mu"], table_mu=config["table_mu"],
+                    arm_kp_scale=1.0)
+    return {k: float(rng.uniform(*ranges[k])) for k in ("box_mass", "box_mu", "table_mu", "arm_kp_scale")}
+
+
+def quat_xyzw(R):
+    """Unit quaternion (x, y, z, w) of a rotation matrix, with w ≥ 0 (one of the two signs, for observations)."""
+    q = pin.Quaternion(np.asarray(R)).coeffs().copy()
+    return -q if q[3] < 0 else q
+
+
+def tilt(R):
+    """Angle [rad] between a body's z axis and the world z axis."""
+    return math.acos(min(1.0, max(-1.0, R[2, 2])))
+
+
+class FrankaBoxEnv(CenicEnv):
+    """## Description
+
+    A Franka Panda on a table picks a box (default 16 × 6 × 21 cm, 0.4 kg, standing upright) from a random pose
+    in a start region and places it upright in a target region drawn per episode, then lets go. Physics is CENIC
+    at accuracy ε (default 1e-3): each 0.05 s step advances the simulator under an implicit inverse-dynamics PD
+    on the arm and a force-limited PD on the fingers (both integrated inside every convex contact step).
+
+    ## Action space
+
+    ``Box(-1, 1, (8,), float32)``; out-of-range values are clipped, NaN or a wrong shape raise ``ValueError``.
+
+    | index | action_type="joint_delta" (default)                 | action_type="ee_delta"                      |
+    |-------|------------------------------------------------------|---------------------------------------------|
+    | 0–6   | arm joint target change, × 0.05 rad (joint limits)    | 0–2: TCP target translation × 0.02 m (world) |
+    |       |                                                      | 3–5: TCP target rotation × 0.15 rad (world)  |
+    |       |                                                      | 6: unused                                    |
+    | 7     | gripper: opening target (a + 1)/2 × 4 cm per finger; the fingers squeeze with at most 20 N        |
+
+    ## Observation space
+
+    ``Box(-inf, inf, (49,), float32)`` (world frame, SI units):
+
+    | index | observation                                      | index | observation                              |
+    |-------|--------------------------------------------------|-------|------------------------------------------|
+    | 0–6   | arm joint positions [rad]                        | 25–28 | box orientation quaternion (x, y, z, w)  |
+    | 7–13  | arm joint velocities [rad/s]                     | 29–31 | box linear velocity [m/s]                |
+    | 14    | gripper opening (both fingers) [m]               | 32–34 | box angular velocity [rad/s]             |
+    | 15–17 | TCP position [m]                                 | 35–37 | box position − TCP position [m]          |
+    | 18–21 | TCP orientation quaternion (x, y, z, w), w ≥ 0   | 38–40 | target: box centre at rest there [m]     |
+    | 22–24 | box position [m]                                 | 41–48 | previous action                          |
+
+    With ``goal_conditioned=True`` the observation is a dict: ``observation`` (the 49 above), ``achieved_goal``
+    (box position; the TCP position for ``task="reach"``) and ``desired_goal`` (the target), as Gymnasium-Robotics
+    defines them; ``compute_reward`` / ``compute_terminated`` / ``compute_truncated`` are vectorized.
+
+    ## Rewards
+
+    reward = Σ scale_k · term_k (``info["reward/<k>"]`` holds each scaled term; scales in ``reward_scales``):
+
+    - reach (1): 1 − tanh(10 d), d = distance TCP → grasp point (3 cm below the box top)
+    - grasp (1): 1 when both fingers touch the box
+    - lift (2): grasp · clip(Δz / 0.10 m, 0, 1), Δz = box height above its resting height
+    - transport (2): grasp · lifted(Δz > 2 cm) · (1 − tanh(5 d_xy)), d_xy = box → target, horizontal
+    - place (4): upright · (1 − tanh(10 d)), d = box centre → target (at rest height); upright = tilt < 15°
+    - release (4): 1 when the box is placed (within 2.5 cm, upright) and no finger touches it
+    - action_rate (−0.01): ‖a − a_prev‖²
+    - table_collision (−1): 1 when the hand or a finger touches the table
+
+    With ``goal_conditioned=True`` and ``reward_type="sparse"``: −1 until the goal is met (distance < 2.5 cm),
+    then 0 (for ``task="reach"``: TCP within 2.5 cm of the goal).
+
+    ## Success
+
+    ``info["is_success"]`` (``evaluate()``): the box centre within 2.5 cm (horizontally) of the target, resting on
+    the table, tilted less than 15°, released (no finger contact) and at rest (speed < 0.05 m/s, spin < 0.5
+    rad/s). For ``task="reach"``: the TCP within ``goal_threshold`` of the goal.
+
+    ## Starting state
+
+    Arm at the SRDF home pose plus U(±0.02) rad per joint, fingers open (4 cm each). Box upright, resting on the
+    table at x ∈ [0.45, 0.60], y ∈ [−0.30, −0.10] m, yaw ∈ [−0.6, 0.6] rad; target at x ∈ [0.45, 0.60],
+    y ∈ [0.10, 0.30] m. With ``domain_randomization``: box mass U(0.25, 0.6) kg, box μ U(0.6, 1.2), table μ
+    U(0.35, 0.7), arm K_p × U(0.8, 1.2) per episode (setters: nothing is rebuilt).
+
+    ## Episode end
+
+    Terminated when the box centre leaves the table footprint (x ∈ [−0.3, 0.9], y ∈ [−0.6, 0.6] m) or falls below
+    it; truncated after 200 steps (10 s, ``max_episode_steps``) or on a simulator failure (``info["sim_failure"]``).
+
+    ## Arguments
+
+    ``gym.make("CenicFranka-v0", **kwargs)``: the common options of :mod:`cenic_gym.env` (accuracy, max_step,
+    fixed_step, control_period, domain_randomization, obs_noise, action_delay, render_mode) and every key of
+    :func:`default_config`. ``reset(options=...)`` accepts ``box_pose`` (x, y, yaw) and ``target_xy`` (x, y).
+
+    ## Version History
+
+    - v0: initial version (cenic-gym 0.1).
+    """
+
+    RESET_OPTIONS = ("box_pose", "target_xy")
+
+    @staticmethod
+    def default_config():
+        return default_config()
+
+    def __init__(self, **kwargs):
+        cfg = {**default_config(), **kwargs}
+        if cfg["action_type"] not in ("joint_delta", "ee_delta"):
+            raise ValueError(f"action_type must be 'joint_delta' or 'ee_delta', got {cfg['action_type']!r}")
+        if cfg["task"] not in ("pick_place", "reach"):
+            raise ValueError(f"task must be 'pick_place' or 'reach', got {cfg['task']!r}")
+        if cfg["reward_type"] not in ("dense", "sparse"):
+            raise ValueError(f"reward_type must be 'dense' or 'sparse', got {cfg['reward_type']!r}")
+        self.action_space = spaces.Box(-1.0, 1.0, (8,), np.float32)
+        obs = spaces.Box(-np.inf, np.inf, (49,), np.float32)
+        if cfg.get("goal_conditioned"):
+            goal = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+            self.observation_space = spaces.Dict(observation=obs, achieved_goal=goal, desired_goal=goal)
+        else:
+            self.observation_space = obs
+        super().__init__(**kwargs)
+
+    # -- scene ---------------------------------------------------------------------------------------------------
+    def _build(self):
+        c = self.config
+        mat = lambda mu: ContactMaterial(stiffness=c["stiffness"], dissipation=c["dissipation"],  # noqa: E731
+                                         mu_static=mu)
+        b = SceneBuilder()
+        b.add_ground(mat(c["table_mu"]), name="table")
+        b.add_robot("panda", name=pc.ROBOT, material=mat(c["finger_mu"]),
+                    q0=np.concatenate([pc.HOME, [pc.FINGER_OPEN, pc.FINGER_OPEN]]),
+                    armature={j: c["armature"] for j in pc.ARM_JOINTS})
+        lx, ly, lz = c["box_size"]
+        b.add_body("box", Box((lx, ly, lz)), mass=c["box_mass"], position=(0.5, -0.2, 0.5 * lz),
+                   material=mat(c["box_mu"]))
+        system = b.build()
+        self.system = system
+        self.arm_v = system.robot_v_indices(pc.ROBOT, pc.ARM_JOINTS)
+        self.arm_q = system.robot_q_indices(pc.ROBOT, pc.ARM_JOINTS)
+        self.finger_v = system.robot_v_indices(pc.ROBOT, pc.FINGER_JOINT)
+        self.finger_q = system.robot_q_indices(pc.ROBOT, pc.FINGER_JOINT)
+        self.box_q, self.box_v = system.q_slice("box"), system.v_slice("box")
+        m = system.model
+        self.arm_lower, self.arm_upper = m.lowerPositionLimit[self.arm_q], m.upperPositionLimit[self.arm_q]
+        names = [g.name for g in system.geometries]
+        self.box_geom = names.index("box/0")
+        self.table_geom = names.index("table")
+        self.left_geoms = {i for i, n in enumerate(names) if n.startswith(pc.LEFT_FINGER_GEOMS)}
+        self.right_geoms = {i for i, n in enumerate(names) if n.startswith(pc.RIGHT_FINGER_GEOMS)}
+        self.hand_geoms = self.left_geoms | self.right_geoms | {names.index("panda/panda_hand_0")}
+        self.arm = InverseDynamicsPD(system, self.arm_v, kp=c["arm_kp"], kd=c["arm_kd"], q_d=pc.HOME)
+        self.grip = JointPD(system, self.finger_v, kp=c["grip_kp"], kd=c["grip_kd"], q_d=pc.FINGER_OPEN,
+                            effort_limit=c["grip_force"])
+        self._kin = m.createData()  # the policy-side kinematics (differential IK, grasp point)
+        self.tcp = system.frame_id(pc.TCP)
+        self.rest_z = 0.5 * lz  # box centre height at rest (the sag, m g / (4 k), is < 0.1 mm)
+        return system, [self.arm, self.grip]
+
+    # -- episode -------------------------------------------------------------------------------------------------
+    def _reset_task(self, options):
+        c, rng, sim = self.config, self.np_random, self.sim
+        (x0, x1), (y0, y1) = c["start_xy"]
+        if "box_pose" in options:
+            bx, by, yaw = _floats(options["box_pose"], 3, "box_pose")
+        else:
+            bx, by, yaw = rng.uniform(x0, x1), rng.uniform(y0, y1), rng.uniform(*c["start_yaw"])
+        (tx0, tx1), (ty0, ty1) = c["target_xy"]
+        if "target_xy" in options:
+            tx, ty = _floats(options["target_xy"], 2, "target_xy")
+        else:
+            tx, ty = rng.uniform(tx0, tx1), rng.uniform(ty0, ty1)
+        self.target = np.array([tx, ty, self.rest_z])
+        params = randomize(c, rng)
+        sim.set_body_inertia("box", mass=params["box_mass"])
+        sim.set_geometry_material("box/0", mu_static=params["box_mu"], mu_dynamic=params["box_mu"])
+        sim.set_geometry_material("table", mu_static=params["table_mu"], mu_dynamic=params["table_mu"])
+        self.arm.set_gains(kp=c["arm_kp"] * params["arm_kp_scale"])
+        self.params = params
+        q = sim.q
+        q[self.arm_q] = np.clip(pc.HOME + rng.uniform(-c["home_noise"], c["home_noise"], 7), self.arm_lower,
+                                self.arm_upper)
+        quat = pin.Quaternion(pin.utils.rpyToMatrix(0.0, 0.0, yaw)).coeffs()
+        q[self.box_q] = np.concatenate([[bx, by, self.rest_z], quat])
+        sim.set_state(q=q, v=np.zeros(self.system.nv))
+        self.arm.set_target(q_d=q[self.arm_q], v_d=0.0)
+        self.grip.set_target(q_d=pc.FINGER_OPEN)
+        if c["task"] == "reach":  # the goal: a TCP position above the table
+            self.target = np.array([tx, ty, self.rest_z + 0.1])
+
+    def _apply_action(self, action):
+        c = self.config
+        q_d = np.asarray(self.arm.q_d, dtype=float)
+        if c["action_type"] == "joint_delta":
+            q_d = q_d + c["joint_delta_scale"] * action[:7]
+        else:
+            q_d = self._ik_delta(q_d, action[:3] * c["ee_delta_scale"][0], action[3:6] * c["ee_delta_scale"][1])
+        self.arm.set_target(q_d=np.clip(q_d, self.arm_lower, self.arm_upper))
+        self.grip.set_target(q_d=0.5 * (action[7] + 1.0) * pc.FINGER_OPEN)
+
+    def _ik_delta(self, q_d, dp, drot, iterations=3, damping=1e-4):
+        """Arm targets whose TCP pose is the current target's moved by dp [m] and rotated by drot [rad] (world
+        frame): damped least squares on the TCP Jacobian (LOCAL_WORLD_ALIGNED), a few iterations."""
+        m, d = self.system.model, self._kin
+        q = self.sim.q
+        q[self.arm_q] = q_d
+        pin.framesForwardKinematics(m, d, q)
+        X = d.oMf[self.tcp]
+        goal = pin.SE3(pin.exp3(drot) @ X.rotation, X.translation + dp)
+        for _ in range(iterations):
+            pin.framesForwardKinematics(m, d, q)
+            X = d.oMf[self.tcp]
+            err = np.concatenate([goal.translation - X.translation, pin.log3(goal.rotation @ X.rotation.T)])
+            J = pin.computeFrameJacobian(m, d, q, self.tcp, pin.LOCAL_WORLD_ALIGNED)[:, self.arm_v]
+            q[self.arm_q] += J.T @ np.linalg.solve(J @ J.T + damping * np.eye(6), err)
+        return q[self.arm_q]
+
+    # -- what the policy sees ------------------------------------------------------------------------------------
+    def _state(self):
+        """Named quantities of the current state (world frame)."""
+        sim = self.sim
+        q, v = sim.q, sim.v
+        p_tcp, R_tcp = sim.body_pose(pc.TCP)
+        p_box, R_box = sim.body_pose("box")
+        v_box, w_box = sim.body_velocity("box")
+        return dict(q=q, v=v, p_tcp=p_tcp, R_tcp=R_tcp, p_box=p_box, R_box=R_box, v_box=v_box, w_box=w_box)
+
+    def _observe(self):
+        s = self._state()
+        obs = np.concatenate([
+            s["q"][self.arm_q], s["v"][self.arm_v], [2.0 * s["q"][self.finger_q][0]],
+            s["p_tcp"], quat_xyzw(s["R_tcp"]), s["p_box"], quat_xyzw(s["R_box"]), s["v_box"], s["w_box"],
+            s["p_box"] - s["p_tcp"], self.target, self._prev_action])
+        if not self.config["goal_conditioned"]:
+            return obs
+        achieved = s["p_tcp"] if self.config["task"] == "reach" else s["p_box"]
+        return dict(observation=obs, achieved_goal=achieved.copy(), desired_goal=self.target.copy())
+
+    def _obs_noise_scale(self):
+        """Std at obs_noise=1: 0.005 rad joints, 0.05 rad/s joint speeds, 5 mm positions, 0.01 quaternions."""
+        return np.concatenate([np.full(7, 0.005), np.full(7, 0.05), [0.001], np.full(3, 0.005), np.full(4, 0.01),
+                               np.full(3, 0.005), np.full(4, 0.01), np.full(6, 0.02), np.full(3, 0.005), np.zeros(3),
+                               np.zeros(8)])
+
+    # -- contacts, reward, success -------------------------------------------------------------------------------
+    def _contacts(self):
+        """(left finger touches box, right finger touches box, hand or finger touches table)."""
+        cr = self.sim.contact_results()
+        pairs = set(zip(cr.geom_a.tolist(), cr.geom_b.tolist()))
+        pairs |= {(b, a) for a, b in pairs}
+        touching = {a for a, b in pairs if b == self.box_geom}
+        on_table = {a for a, b in pairs if b == self.table_geom}
+        return (bool(touching & self.left_geoms), bool(touching & self.right_geoms),
+                bool(on_table & self.hand_geoms))
+
+    def _grasp_point(self, s):
+        """3 cm below the box top, on the box axis (world)."""
+        return s["p_box"] + s["R_box"] @ np.array([0.0, 0.0, 0.5 * self.config["box_size"][2] - 0.03])
+
+    def _reward_terms(self, action, prev_action):
+        c = self.config
+        s = self._state()
+        if c["goal_conditioned"]:
+            obs = self._observe()
+            r = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], {}))
+            return {"goal": r}
+        left, right, table = self._contacts()
+        grasp = float(left and right)
+        dz = s["p_box"][2] - self.rest_z
+        upright = tilt(s["R_box"]) < c["success_tilt"]
+        d_place = np.linalg.norm(s["p_box"] - self.target)
+        placed = np.linalg.norm((s["p_box"] - self.target)[:2]) < c["success_radius"] and upright and abs(dz) < 0.01
+        terms = dict(
+            reach=1.0 - math.tanh(10.0 * np.linalg.norm(self._grasp_point(s) - s["p_tcp"])),
+            grasp=grasp,
+            lift=grasp * min(max(dz / c["lift_height"], 0.0), 1.0),
+            transport=grasp * float(dz > 0.02) * (1.0 - math.tanh(5.0 * np.linalg.norm((s["p_box"] - self.target)[:2]))),
+            place=float(upright) * (1.0 - math.tanh(10.0 * d_place)),
+            release=float(placed and not (left or right)),
+            action_rate=float(np.sum((action - prev_action) ** 2)),
+            table_collision=float(table),
+        )
+        return {k: c["reward_scales"][k] * v for k, v in terms.items()}
+
+    def evaluate(self):
+        """Success and its parts (kept apart from the reward)."""
+        c = self.config
+        s = self._state()
+        if c["task"] == "reach":
+            d = float(np.linalg.norm(s["p_tcp"] - self.target))
+            return dict(success=d < c["goal_threshold"], distance=d)
+        left, right, _ = self._contacts()
+        d_xy = float(np.linalg.norm((s["p_box"] - self.target)[:2]))
+        tilt_box = tilt(s["R_box"])
+        resting = abs(s["p_box"][2] - self.rest_z) < 0.01
+        still = np.linalg.norm(s["v_box"]) < c["rest_speed"] and np.linalg.norm(s["w_box"]) < c["rest_spin"]
+        released = not (left or right)
+        return dict(success=bool(d_xy < c["success_radius"] and tilt_box < c["success_tilt"] and resting and still
+                                 and released), distance_xy=d_xy, tilt=tilt_box, released=released, at_rest=bool(still))
+
+    def _terminated(self):
+        (x0, x1), (y0, y1) = self.config["table_xy"]
+        p = self.sim.body_pose("box")[0]
+        return not (x0 <= p[0] <= x1 and y0 <= p[1] <= y1) or p[2] < 0.0
+
+    # -- goal-conditioned API (Gymnasium-Robotics GoalEnv) ------------------------------------------------------
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        """Vectorized over leading axes: sparse −1/0 at ``goal_threshold``, or −distance for reward_type="dense"."""
+        d = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        if self.config["reward_type"] == "sparse":
+            return -(d >= self.config["goal_threshold"]).astype(np.float64)
+        return -d
+
+    def compute_terminated(self, achieved_goal, desired_goal, info):
+        return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool) if np.ndim(achieved_goal) > 1 else False
+
+    def compute_truncated(self, achieved_goal, desired_goal, info):
+        return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool) if np.ndim(achieved_goal) > 1 else False
+
+    # -- state ---------------------------------------------------------------------------------------------------
+    def _task_state(self):
+        return dict(target=self.target.copy(), params=dict(self.params))
+
+    def _set_task_state(self, state):
+        self.target = state["target"].copy()
+        self.params = dict(state["params"])
+
+
+def _floats(value, n, name):
+    x = np.asarray(value, dtype=float).reshape(-1)
+    if x.shape != (n,) or not np.all(np.isfinite(x)):
+        raise ValueError(f"reset option {name} must be {n} finite numbers, got {value!r}")
+    return x
+
+
+class ScriptedExpert:
+    """A scripted pick-and-place policy (no learning) in the env's own action space: it proves the task is
+    physically solvable. Waypoints of the TCP (approach above the grasp point with the hand's yaw matched to the
+    box, descend, close, lift, carry above the target, lower, open, retreat), each reached along a minimum-jerk
+    path by Pinocchio IK (:func:`cenic_gym.scenes.panda_ik`), turned into normalized joint-delta actions."""
+
+    # (name, duration [s], gripper action, TCP goal)
+    LIFT = 0.15  # carrying height of the box bottom above the table [m]
+
+    def __init__(self, env):
+        self.env = env.unwrapped
+        if self.env.config["action_type"] != "joint_delta" or self.env.config["task"] != "pick_place":
+            raise ValueError("ScriptedExpert drives action_type='joint_delta', task='pick_place'")
+        self.plan = None
+
+    def reset(self):
+        e = self.env
+        s = e._state()
+        grasp = e._grasp_point(s)
+        yaw = math.atan2(s["R_box"][1, 0], s["R_box"][0, 0])
+        yaw = (yaw + math.pi / 2) % math.pi - math.pi / 2  # the box is symmetric under a half turn
+        R = pin.utils.rpyToMatrix(0.0, 0.0, yaw) @ pc.HAND_DOWN
+        place = e.target + (grasp - s["p_box"]) + np.array([0.0, 0.0, 0.004])  # grasp point when placed
+        up = np.array([0.0, 0.0, self.LIFT])
+        above = grasp + np.array([0.0, 0.0, 0.12])
+        self.plan = [("approach", 1.6, 1.0, above), ("descend", 1.0, 1.0, grasp), ("close", 0.6, -1.0, grasp),
+                     ("lift", 1.0, -1.0, grasp + up), ("carry", 2.0, -1.0, place + up),
+                     ("lower", 1.2, -1.0, place), ("open", 0.6, 1.0, place), ("retreat", 1.0, 1.0, place + up)]
+        self.R = R
+        self.t0 = e.sim.t
+        self.start = s["p_tcp"]
+        self.phase = 0
+        self.q = e.sim.q
+
+    def __call__(self, obs=None):
+        e = self.env
+        if self.plan is None:
+            self.reset()
+        t = e.sim.t + e.control_period - self.t0  # where the targets should be at the end of this step
+        while self.phase < len(self.plan) - 1 and t > self.plan[self.phase][1]:
+            t -= self.plan[self.phase][1]
+            self.t0 += self.plan[self.phase][1]
+            self.start = self.plan[self.phase][3]
+            self.phase += 1
+        name, duration, grip, goal = self.plan[self.phase]
+        s = min_jerk(t / duration)[0]
+        p = self.start + s * (goal - self.start)
+        self.q = panda_ik(e.system, p, self.R, q_init=self.q, frame=pc.TCP, tol=1e-8)
+        dq = (self.q[e.arm_q] - np.asarray(e.arm.q_d)) / e.config["joint_delta_scale"]
+        return np.concatenate([np.clip(dq, -1.0, 1.0), [grip]]).astype(np.float32)

@@ -153,8 +153,10 @@ class ContactQuery:
         work = dict(
             joint_R=np.zeros((nj, 3, 3)), joint_p=np.zeros((nj, 3)), geom_Rw=np.zeros((ng, 3, 3)),
             geom_pw=np.zeros((ng, 3)), geom_speed=np.zeros(ng),
-            # this query's own copy of the per-geometry materials (domain randomization changes these, not the system)
+            # this query's own copy of the per-geometry materials and sizes (domain randomization changes these, not
+            # the system)
             geom_k=s.geom_k, geom_d=s.geom_d, geom_mu_s=s.geom_mu_s, geom_mu_d=s.geom_mu_d,
+            geom_size=s.geom_size, geom_bound=s.geom_bound, geom_box_c=s.geom_box_c, geom_box_h=s.geom_box_h,
             _p=np.zeros((cap, 3)), _n=np.zeros((cap, 3)), _phi=np.zeros(cap),
             _ga=np.zeros(cap, dtype=np.int64), _gb=np.zeros(cap, dtype=np.int64),
             _ja=np.zeros(cap, dtype=np.int64), _jb=np.zeros(cap, dtype=np.int64),
@@ -172,6 +174,8 @@ class ContactQuery:
         self._view_shapes = {name: work[name].shape for name in work}
         self.packed = (F, I, L, self.margin)
         self._bind_views()
+        self.shapes = [g.shape for g in s.geometries]
+        self.coal_shapes = list(s.coal_shapes)
 
     def _bind_views(self):
         """(Re)create the workspace views into the packed buffers and forget the cached ContactSet."""
@@ -192,6 +196,14 @@ class ContactQuery:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._bind_views()
+
+    def set_shape(self, i, shape):
+        """Give geometry i a new shape of the same kind (its size, bounds and coal shape), next query on."""
+        self.geom_size[i] = shape.size()
+        self.geom_bound[i] = shape.bounding_radius()
+        self.geom_box_c[i], self.geom_box_h[i] = shape.local_box()
+        self.coal_shapes[i] = nph.make_coal_shape(shape.geom_type, shape.size(), getattr(shape, "vertices", None))
+        self.shapes[i] = shape
 
     def set_material(self, geoms, stiffness=None, dissipation=None, mu_static=None, mu_dynamic=None):
         """Overwrite the materials of geometries ``geoms`` (indices) in this query (next query on)."""
@@ -242,8 +254,8 @@ class ContactQuery:
         s = self.system
         for ip in np.flatnonzero(self._fallback):
             a, b = s.pairs[ip]
-            pts, nrm, phi = nph.coal_contacts(s.coal_shapes[a], self.geom_Rw[a], self.geom_pw[a],
-                                              s.coal_shapes[b], self.geom_Rw[b], self.geom_pw[b],
+            pts, nrm, phi = nph.coal_contacts(self.coal_shapes[a], self.geom_Rw[a], self.geom_pw[a],
+                                              self.coal_shapes[b], self.geom_Rw[b], self.geom_pw[b],
                                               self._pair_margin[ip])
             m = len(phi)
             if m == 0:

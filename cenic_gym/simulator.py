@@ -35,8 +35,8 @@ class SimState:
     only error-control memory); z: the external systems' states (e.g. PID integrators); external: each external
     system's :meth:`~cenic_gym.external.ExternalSystem.get_params` (set-points, gains, effort limits, suction on);
     params: the model parameters domain randomization changes (per-geometry ``stiffness``, ``dissipation``,
-    ``mu_static``, ``mu_dynamic``; per joint (the rigid body it carries) ``mass`` [kg], ``com`` (3,) [m] and
-    ``inertia`` (3, 3) [kg m²] about the COM, in the joint frame);
+    ``mu_static``, ``mu_dynamic`` and ``shapes``; per joint (the rigid body it carries) ``mass`` [kg], ``com``
+    (3,) [m] and ``inertia`` (3, 3) [kg m²] about the COM, in the joint frame);
     contacts, efforts: :meth:`Simulator.contact_results` and :meth:`Simulator.applied_efforts` of the last step."""
 
     q: np.ndarray
@@ -48,6 +48,11 @@ class SimState:
     params: dict = field(default_factory=dict)
     contacts: ContactResults = None
     efforts: tuple = ()
+
+
+def _same_shape(a, b):
+    return a is b or (type(a) is type(b) and np.array_equal(a.size(), b.size())
+                      and np.array_equal(getattr(a, "vertices", None), getattr(b, "vertices", None)))
 
 
 def _positive(name, value, allow_none=False):
@@ -192,7 +197,7 @@ class Simulator:
         params = dict(stiffness=qy.geom_k.copy(), dissipation=qy.geom_d.copy(), mu_static=qy.geom_mu_s.copy(),
                       mu_dynamic=qy.geom_mu_d.copy(), mass=np.array([I.mass for I in model.inertias]),
                       com=np.array([I.lever for I in model.inertias]),
-                      inertia=np.array([I.inertia for I in model.inertias]))
+                      inertia=np.array([I.inertia for I in model.inertias]), shapes=tuple(qy.shapes))
         return SimState(it.q.copy(), it.v.copy(), it.t, it.dt, it.z.copy(),
                         tuple(s.get_params() for s in self.external), params, it.contact_results(),
                         tuple(it.applied_efforts()))
@@ -226,6 +231,9 @@ class Simulator:
         for query in (self.integrator.start.query, self.integrator.mid.query):
             query.set_material(slice(None), params["stiffness"], params["dissipation"], params["mu_static"],
                                params["mu_dynamic"])
+            for i, shape in enumerate(params["shapes"]):
+                if not _same_shape(shape, query.shapes[i]):
+                    query.set_shape(i, shape)
         model = self.integrator.model
         for j, (m, c, I) in enumerate(zip(params["mass"], params["com"], params["inertia"])):
             model.inertias[j] = pin.Inertia(m, c, I)  # bit-exact (a round trip through dynamic parameters is not)
@@ -383,6 +391,24 @@ class Simulator:
         for query in (self.integrator.start.query, self.integrator.mid.query):
             query.set_material(idx, new["stiffness"], new["dissipation"], new["mu_static"], new["mu_dynamic"])
         self.integrator.start.valid = False
+
+    def set_geometry_shape(self, geom, shape):
+        """Resize a geometry (name or index) from the next step on, in this simulator only: ``shape`` is a new shape
+        of the same kind (e.g. ``Box((0.15, 0.06, 0.2))`` for a box). Mass properties are separate: set them with
+        :meth:`set_body_inertia` (e.g. ``inertia=shape.inertia(mass).inertia``). External systems that keep their
+        own copy of the geometry (the suction gripper's targets) still see the shape they were built with."""
+        i = int(self._geometry_indices(geom)[0])
+        current = self.integrator.start.query.shapes[i]
+        if type(shape) is not type(current):
+            raise TypeError(f"geometry {self.system.geometries[i].name!r} is a {type(current).__name__}; "
+                            f"its new shape must be one too, got {shape!r}")
+        for query in (self.integrator.start.query, self.integrator.mid.query):
+            query.set_shape(i, shape)
+        self.integrator.start.valid = False
+
+    def geometry_shape(self, geom):
+        """The current shape of a geometry (name or index) in this simulator."""
+        return self.integrator.start.query.shapes[int(self._geometry_indices(geom)[0])]
 
     def body_inertia(self, body):
         """(mass [kg], com (3,) [m], inertia (3, 3) [kg m²] about the COM) of the rigid body ``body`` belongs to,

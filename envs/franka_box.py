@@ -42,7 +42,8 @@ def default_config():
         lift_height=0.10,
         reward_scales=dict(reach=1.0, grasp=1.0, lift=2.0, transport=2.0, place=4.0, release=4.0,
                            action_rate=-0.01, table_collision=-1.0),
-        randomization=dict(box_mass=(0.25, 0.6), box_mu=(0.6, 1.2), table_mu=(0.35, 0.7), arm_kp_scale=(0.8, 1.2)),
+        randomization=dict(box_mass=(0.25, 0.6), box_mu=(0.6, 1.2), table_mu=(0.35, 0.7), arm_kp_scale=(0.8, 1.2),
+                           box_size_scale=(0.85, 1.15)),  # each side length scaled independently
         goal_conditioned=False,  # dict observations for HER (observation / achieved_goal / desired_goal)
         task="pick_place",  # or "reach" (goal-conditioned curriculum rung: bring the TCP to the goal)
         reward_type="dense",  # "sparse" for the goal-conditioned form
@@ -55,10 +56,13 @@ def randomize(config, rng):
     ``domain_randomization`` is on (a dict there overrides some ranges)."""
     dr = config["domain_randomization"]
     ranges = config["randomization"] if dr is True else ({**config["randomization"], **dr} if dr else None)
+    size = np.asarray(config["box_size"], dtype=float)
     if not ranges:
         return dict(box_mass=config["box_mass"], box_mu=config["box_mu"], table_mu=config["table_mu"],
-                    arm_kp_scale=1.0)
-    return {k: float(rng.uniform(*ranges[k])) for k in ("box_mass", "box_mu", "table_mu", "arm_kp_scale")}
+                    arm_kp_scale=1.0, box_size=tuple(size))
+    out = {k: float(rng.uniform(*ranges[k])) for k in ("box_mass", "box_mu", "table_mu", "arm_kp_scale")}
+    out["box_size"] = tuple(size * rng.uniform(*ranges["box_size_scale"], size=3))
+    return out
 
 
 def quat_xyzw(R):
@@ -135,7 +139,8 @@ class FrankaBoxEnv(CenicEnv):
     Arm at the SRDF home pose plus U(±0.02) rad per joint, fingers open (4 cm each). Box upright, resting on the
     table at x ∈ [0.45, 0.60], y ∈ [−0.30, −0.10] m, yaw ∈ [−0.6, 0.6] rad; target at x ∈ [0.45, 0.60],
     y ∈ [0.10, 0.30] m. With ``domain_randomization``: box mass U(0.25, 0.6) kg, box μ U(0.6, 1.2), table μ
-    U(0.35, 0.7), arm K_p × U(0.8, 1.2) per episode (setters: nothing is rebuilt).
+    U(0.35, 0.7), arm K_p × U(0.8, 1.2), each box side × U(0.85, 1.15) (inertia follows) per episode (setters:
+    nothing is rebuilt).
 
     ## Episode end
 
@@ -209,7 +214,6 @@ class FrankaBoxEnv(CenicEnv):
                             effort_limit=c["grip_force"])
         self._kin = m.createData()  # the policy-side kinematics (differential IK, grasp point)
         self.tcp = system.frame_id(pc.TCP)
-        self.rest_z = 0.5 * lz  # box centre height at rest (the sag, m g / (4 k), is < 0.1 mm)
         return system, [self.arm, self.grip]
 
     # -- episode -------------------------------------------------------------------------------------------------
@@ -225,13 +229,17 @@ class FrankaBoxEnv(CenicEnv):
             tx, ty = _floats(options["target_xy"], 2, "target_xy")
         else:
             tx, ty = rng.uniform(tx0, tx1), rng.uniform(ty0, ty1)
-        self.target = np.array([tx, ty, self.rest_z])
         params = randomize(c, rng)
-        sim.set_body_inertia("box", mass=params["box_mass"])
+        self.box_dims = np.array(params["box_size"])
+        self.rest_z = 0.5 * self.box_dims[2]  # box centre height at rest (the sag, m g / (4 k), is < 0.1 mm)
+        shape = Box(tuple(self.box_dims))
+        sim.set_geometry_shape("box/0", shape)
+        sim.set_body_inertia("box", mass=params["box_mass"], inertia=shape.inertia(params["box_mass"]).inertia)
         sim.set_geometry_material("box/0", mu_static=params["box_mu"], mu_dynamic=params["box_mu"])
         sim.set_geometry_material("table", mu_static=params["table_mu"], mu_dynamic=params["table_mu"])
         self.arm.set_gains(kp=c["arm_kp"] * params["arm_kp_scale"])
         self.params = params
+        self.target = np.array([tx, ty, self.rest_z])
         q = sim.q
         q[self.arm_q] = np.clip(pc.HOME + rng.uniform(-c["home_noise"], c["home_noise"], 7), self.arm_lower,
                                 self.arm_upper)
@@ -310,7 +318,7 @@ class FrankaBoxEnv(CenicEnv):
 
     def _grasp_point(self, s):
         """3 cm below the box top, on the box axis (world)."""
-        return s["p_box"] + s["R_box"] @ np.array([0.0, 0.0, 0.5 * self.config["box_size"][2] - 0.03])
+        return s["p_box"] + s["R_box"] @ np.array([0.0, 0.0, 0.5 * self.box_dims[2] - 0.03])
 
     def _reward_terms(self, action, prev_action):
         c = self.config
@@ -379,6 +387,8 @@ class FrankaBoxEnv(CenicEnv):
     def _set_task_state(self, state):
         self.target = state["target"].copy()
         self.params = dict(state["params"])
+        self.box_dims = np.array(self.params["box_size"])
+        self.rest_z = 0.5 * self.box_dims[2]
 
 
 def _floats(value, n, name):

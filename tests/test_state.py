@@ -19,7 +19,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from cenic_gym import ContactMaterial, InverseDynamicsPD, JointPD, SceneBuilder, SimState, Simulator, scenes
+from cenic_gym import (Box, ContactMaterial, InverseDynamicsPD, JointPD, SceneBuilder, SimState, Simulator, Sphere,
+                       scenes)
 from cenic_gym.external import PiecewiseLinear
 from test_external import pendulum
 
@@ -280,6 +281,25 @@ def test_mass_setter_scales_the_static_sag():
     k_pair = 1e4  # sphere_drop's stiffness is the pair's
     assert s1 == pytest.approx(m1 * G / k_pair, rel=1e-3) and s2 == pytest.approx(0.2 * G / k_pair, rel=1e-3)
     np.testing.assert_allclose(I2, I1 * 0.2 / m1)  # same shape, scaled density
+
+
+def test_shape_setter_resizes_the_contact_geometry_and_snapshots_carry_it():
+    """A sphere resting on the ground: its centre sits at r − m g / k. Radius 5 cm → 8 cm without a rebuild."""
+    sim = Simulator(scenes.sphere_drop(height=0.0, stiffness=1e4), accuracy=1e-5)
+    snap = sim.get_state()
+    sim.set_geometry_shape("ball/0", Sphere(0.08))
+    sim.set_state(q=np.r_[0.0, 0.0, 0.08, 0.0, 0.0, 0.0, 1.0])
+    sim.advance_to(2.0)
+    sag = 0.1 * G / 1e4
+    assert sim.body_pose("ball")[0][2] == pytest.approx(0.08 - sag, abs=1e-7)
+    assert sim.geometry_shape("ball/0") == Sphere(0.08)
+    resized = sim.get_state()
+    sim.restore(snap)  # back to 5 cm
+    assert sim.geometry_shape("ball/0") == Sphere(0.05)
+    sim.restore(resized)
+    assert sim.geometry_shape("ball/0") == Sphere(0.08)
+    with pytest.raises(TypeError, match="Sphere"):
+        sim.set_geometry_shape("ball/0", Box((0.1, 0.1, 0.1)))
 
 
 def test_gain_setter_changes_the_stiffness_seen_by_the_plant(tmp_path):

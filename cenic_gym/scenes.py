@@ -106,6 +106,16 @@ def clutter(n_objects=20, stiffness=1e5, dissipation=50.0, mu=0.5, seed=0, bin_i
     return b.build()
 
 
+def go1_on_ground(height=0.30, stiffness=1e5, dissipation=10.0, mu=1.0):
+    """The Go1 (example-robot-data, SRDF standing pose) with its base ``height`` [m] above the ground; robot and
+    ground share one material (pair stiffness k/2)."""
+    mat = ContactMaterial(stiffness=stiffness, dissipation=dissipation, mu_static=mu)
+    b = SceneBuilder()
+    b.add_ground(mat)
+    b.add_robot("go1", name="go1", position=(0, 0, height), material=mat)
+    return b.build()
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Panda grasping a box (CENIC §VII-D1, Fig. 6c / 12): shared by tests/test_grasp.py and benchmarks/stiff_control.py
 # --------------------------------------------------------------------------------------------------------------

@@ -4,8 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from cenic_gym import (ContactMaterial, ExternalSystem, InverseDynamicsPD, JointPD, JointPID, SceneBuilder,
-                       Simulator)
+from cenic_gym import ExternalSystem, InverseDynamicsPD, JointPD, JointPID, SceneBuilder, Simulator, scenes
 
 G = 9.81
 # A point-mass-like rod on one revolute joint: mass 1 kg at 0.5 m (inertia about the joint I = 0.25 + 1e-4).
@@ -143,11 +142,7 @@ def test_forward_difference_linearization_matches_the_exact_pd():
 
 
 def test_go1_stands_under_joint_pd():
-    mat = ContactMaterial(stiffness=1e5, dissipation=10.0, mu_static=1.0)
-    b = SceneBuilder()
-    b.add_ground(mat)
-    b.add_robot("go1", name="go1", position=(0, 0, 0.30), material=mat)
-    sys = b.build()
+    sys = scenes.go1_on_ground()
     qi = sys.robot_q_indices("go1")
     ctrl = JointPD(sys, sys.robot_v_indices("go1"), kp=300.0, kd=5.0, q_d=sys.q0[qi])
     sim = Simulator(sys, accuracy=1e-3, external=[ctrl])

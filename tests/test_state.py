@@ -19,8 +19,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from cenic_gym import (Box, ContactMaterial, InverseDynamicsPD, JointPD, SceneBuilder, SimState, Simulator, Sphere,
-                       scenes)
+from cenic_gym import Box, InverseDynamicsPD, JointPD, SimState, Simulator, Sphere, scenes
 from cenic_gym.external import PiecewiseLinear
 from test_external import pendulum
 
@@ -29,11 +28,7 @@ T_MID, T_END = 0.3, 1.3  # copy at T_MID, continue 1 s
 
 
 def go1_standing():
-    mat = ContactMaterial(stiffness=1e5, dissipation=10.0, mu_static=1.0)
-    b = SceneBuilder()
-    b.add_ground(mat)
-    b.add_robot("go1", name="go1", position=(0, 0, 0.30), material=mat)
-    system = b.build()
+    system = scenes.go1_on_ground()
     pd = JointPD(system, system.robot_v_indices("go1"), kp=300.0, kd=5.0,
                  q_d=system.q0[system.robot_q_indices("go1")])
     return Simulator(system, accuracy=1e-3, external=[pd])

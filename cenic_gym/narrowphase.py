@@ -816,7 +816,7 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
             v[i] = (pI[i] - sk * hI[kinc] * RI[i, kinc] + a1 * hI[k1] * RI[i, k1]
                     + a2 * hI[k2] * RI[i, k2])
         poly[c, :] = _to_local(RR, pR, v)
-    m = 4
+    m = np.int64(4)  # not Literal[int](4): one _clip_polygon specialization
     for ax in range(3):
         if ax == iref:
             continue
@@ -1038,6 +1038,9 @@ def collide_primitives(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margi
     MAX_PAIR_CONTACTS rows from k0.  Unsupported pairs (see
     `numba_supports`) return 0.
     """
+    # A constant k0 (e.g. a caller's ``n = 0``) is typed Literal[int](0) before int64: without this, numba compiles
+    # the whole pair-kernel tree below twice (compile time only; the values are the same).
+    k0 = np.int64(k0)
     if type_a > type_b:
         n = _collide_sorted(type_b, size_b, R_b, p_b, type_a, size_a, R_a, p_a, margin,
                             out_p, out_n, out_phi, k0)

@@ -1,0 +1,181 @@
+"""Compile time of the numba kernels on a fresh install, and the load time of the compiled cache.
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/compile_time.py [--no-write]
+
+Every measurement is a fresh interpreter (``--child``) with a private ``NUMBA_CACHE_DIR`` (the kernels are cached in
+``<dir>/cenic_gym/<module>-<key>``, see ``cenic_gym/_numba_cache.py``), on a copy of ``cenic_gym/`` taken at the
+start (edits of the checkout during the run change nothing); it times ``import cenic_gym``, the scene construction,
+the first ``Simulator(scene, accuracy=1e-3).advance_to(0.1)`` and then the same on a second simulator (the run time
+without compiling or loading). Cold: empty cache directory (a fresh install); warm: a new interpreter on the cache
+the cold run left. Scenes: the demo clutter (20 boxes and spheres in a bin) and the standing Go1 with a joint PD
+controller (``scenes.go1_on_ground``); "Go1 after clutter" runs the Go1 on the clutter's cache (what is left to
+compile for a robot once the demo ran).
+
+The compile breakdown of the cold clutter run comes from numba's ``numba:compile`` events (one per dispatcher and
+signature, nested: a callee compiles inside its caller's type inference), exclusive of the callees, and from the
+``numba:run_pass`` events (compiler passes; ``native_lowering`` includes the LLVM optimization of the kernel linked
+with all its callees, which numba redoes at every level of the call tree).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench_common import REPO, git_rev, machine_line, replace_marked_section, versions
+
+RESULTS = REPO / "benchmarks" / "RESULTS.md"
+T_END = 0.1  # [s] simulated by each timed advance_to
+TOP = 15  # rows of the per-kernel table
+
+
+def _exclusive(buffer, key):
+    """Exclusive durations of nested start/end events: {key(event): [seconds, count]}."""
+    out = collections.defaultdict(lambda: [0.0, 0])
+    stack = []
+    for t, e in buffer:
+        if e.is_start:
+            stack.append([e, t, 0.0])
+            continue
+        ev, t0, inner = stack.pop()
+        out[key(ev)][0] += t - t0 - inner
+        out[key(ev)][1] += 1
+        if stack:
+            stack[-1][2] += t - t0
+    return out
+
+
+def child(scene):
+    """Run in a fresh interpreter: print the timings of one scene as JSON."""
+    t0 = time.perf_counter()
+    from numba.core import event
+
+    import cenic_gym
+    from cenic_gym import JointPD, Simulator, scenes
+    t_import = time.perf_counter() - t0
+
+    def make():
+        if scene == "clutter":
+            return scenes.clutter(), []
+        s = scenes.go1_on_ground()
+        return s, [JointPD(s, s.robot_v_indices("go1"), kp=300.0, kd=5.0, q_d=s.q0[s.robot_q_indices("go1")])]
+
+    t0 = time.perf_counter()
+    system, external = make()
+    t_build = time.perf_counter() - t0
+    compiles, passes = event.RecordingListener(), event.RecordingListener()
+    with event.install_listener("numba:compile", compiles), event.install_listener("numba:run_pass", passes):
+        t0 = time.perf_counter()
+        Simulator(system, accuracy=1e-3, external=external).advance_to(T_END)
+        t_first = time.perf_counter() - t0
+    system, external = make()
+    t0 = time.perf_counter()
+    Simulator(system, accuracy=1e-3, external=external).advance_to(T_END)
+    t_run = time.perf_counter() - t0
+    kernels = _exclusive(compiles.buffer, lambda e: "{0.__module__}.{0.__qualname__}".format(
+        e.data["dispatcher"].py_func))
+    by_pass = _exclusive(passes.buffer, lambda e: e.data["name"].split(" [")[0])
+    print(json.dumps(dict(import_s=t_import, build_s=t_build, first_s=t_first, run_s=t_run,
+                          cache=cenic_gym._numba_cache.cache_root(),
+                          package=os.path.dirname(cenic_gym.__file__), kernels=kernels, passes=by_pass)))
+
+
+def run_child(scene, cache, src):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=os.pathsep.join(filter(None, (src, os.environ.get(
+        "PYTHONPATH")))))
+    out = subprocess.run([sys.executable, __file__, "--child", scene], env=env, capture_output=True, text=True,
+                         check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["cache"].startswith(cache), res["cache"]
+    assert res["package"] == os.path.join(src, "cenic_gym"), res["package"]  # the snapshot, not the checkout
+    print(f"  {scene:8s} first advance {res['first_s']:7.2f} s, run {res['run_s']:.2f} s, "
+          f"import {res['import_s']:.2f} s, {len(res['kernels'])} dispatchers compiled", flush=True)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--child", choices=["clutter", "go1"], help=argparse.SUPPRESS)
+    ap.add_argument("--no-write", action="store_true", help="print only, do not update benchmarks/RESULTS.md")
+    ap.add_argument("--package", default=str(REPO / "cenic_gym"),
+                    help="the cenic_gym package directory to measure (default: this checkout's)")
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child)
+
+    t_start, load0 = time.time(), os.getloadavg()[0]
+    runs = {}
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, \
+            tempfile.TemporaryDirectory() as src:
+        shutil.copytree(args.package, os.path.join(src, "cenic_gym"),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+        for label, scene, cache in (("clutter cold", "clutter", a), ("clutter warm", "clutter", a),
+                                    ("Go1 cold", "go1", b), ("Go1 warm", "go1", b),
+                                    ("Go1 after clutter", "go1", a)):
+            print(label, flush=True)
+            runs[label] = run_child(scene, cache, src)
+    load1 = os.getloadavg()[0]
+
+    def sig_count(r):
+        return sum(c for k, (_, c) in r["kernels"].items() if k.startswith("cenic_gym."))
+
+    rows = ["| run | import cenic_gym | scene build | first `advance_to(0.1)` | same, 2nd simulator | "
+            "compile or load (difference) | cenic_gym kernel compilations |", "|---|---|---|---|---|---|---|"]
+    for label, r in runs.items():
+        rows.append(f"| {label} | {r['import_s']:.2f} s | {r['build_s']:.2f} s | {r['first_s']:.2f} s | "
+                    f"{r['run_s']:.2f} s | {r['first_s'] - r['run_s']:.2f} s | {sig_count(r)} |")
+    cold = runs["clutter cold"]
+    total = sum(s for s, _ in cold["kernels"].values())
+    ours = sorted(((s, c, k) for k, (s, c) in cold["kernels"].items()), reverse=True)
+    table = ["| kernel | compile s (exclusive) | signatures |", "|---|---|---|"]
+    table += [f"| `{k.removeprefix('cenic_gym.')}` | {s:.2f} | {c} |" for s, c, k in ours[:TOP]]
+    multi = [f"`{k.removeprefix('cenic_gym.')}` ({c}, {s:.1f} s)" for s, c, k in ours
+             if c > 1 and k.startswith("cenic_gym.")]
+    modules = collections.Counter()
+    for s, _, k in ours:
+        modules[k.split(".")[1] if k.startswith("cenic_gym.") else "numba's own overloads"] += s
+    by_module = ", ".join(f"{m} {s:.1f} s" for m, s in modules.most_common())
+    passes = sorted(((s, k) for k, (s, _) in cold["passes"].items()), reverse=True)
+    pass_total = sum(s for s, _ in passes)
+    split = ", ".join(f"{k} {s:.1f} s ({100 * s / pass_total:.0f}%)" for s, k in passes[:3])
+
+    body = "\n".join([
+        "_Generated by `benchmarks/compile_time.py`; do not edit by hand (rerun the command)._",
+        "",
+        "- Command: `NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/compile_time.py`",
+        f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start))}; total runtime "
+        f"{time.time() - t_start:.0f} s (1-minute load average {load0:.2f} at start, {load1:.2f} at end)",
+        f"- Machine: {machine_line()}",
+        f"- {versions('numba', 'llvmlite', 'numpy', ('pinocchio (pin)', 'pin'))}",
+        f"- Code: git {git_rev()}",
+        "",
+        "Each row is a fresh interpreter with a private numba cache directory: cold = empty (a fresh install), "
+        "warm = the cache the cold run left; \"Go1 after clutter\" = the Go1 on the clutter's cache. "
+        "The difference column is the first `advance_to` minus the same on a second simulator: the compile "
+        "(cold) or cache-load (warm) time.",
+        "",
+        *rows,
+        "",
+        f"Cold clutter run: {len(cold['kernels'])} dispatchers compiled (numba's own overloads included), "
+        f"{total:.1f} s in all; by module: {by_module}; by compiler pass: {split}. The kernels with the largest exclusive compile time "
+        "(without the callees compiled inside them; each level re-optimizes its whole linked call tree in LLVM):",
+        "",
+        *table,
+        "",
+        "cenic_gym kernels compiled for more than one signature (literal integer arguments; count, seconds): "
+        + (", ".join(multi) if multi else "none") + ".",
+    ])
+    print("\n" + body)
+    if not args.no_write:
+        RESULTS.write_text(replace_marked_section(RESULTS.read_text(), "compile-time", body,
+                                                  heading="## Compile time (fresh install)"))
+
+
+if __name__ == "__main__":
+    main()

@@ -14,6 +14,9 @@ A :class:`MultibodySystem` holds
 
 Scenes are built in code with :class:`SceneBuilder`; robots come from URDF (+ SRDF) or MJCF files with
 :meth:`SceneBuilder.add_robot` (presets of the ``example-robot-data`` package in :mod:`cenic_gym.robots`).
+Shapes, materials and the builder's methods check their arguments when called: TypeError for a wrong type,
+ValueError for a wrong shape or a non-finite pose, :class:`~cenic_gym.errors.ModelError` for a model that cannot be
+simulated; each message names the argument and its value.
 Shape conventions (half extents, local z axes) are those of :mod:`cenic_gym.narrowphase`.
 """
 from __future__ import annotations
@@ -26,6 +29,150 @@ import numpy as np
 import pinocchio as pin
 
 from . import narrowphase as nph
+from .errors import ModelError
+
+# --------------------------------------------------------------------------------------------------------------
+# Argument checks. Public entry points validate here, so a bad input fails at once with the argument's name and its
+# value: TypeError for a wrong type, ValueError for a wrong shape or a non-finite pose, ModelError (a ValueError)
+# for a model that cannot be simulated (a mass, size or material out of range, a flat mesh, a zero ground normal).
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _numbers(value, name, what="numbers"):
+    """``value`` as a float array; TypeError naming ``name`` unless it holds only real numbers (bools, strings,
+    None, ragged nesting and other objects are refused; ``what`` says what was expected)."""
+    try:
+        raw = np.asarray(value)
+    except ValueError:  # ragged nesting
+        raw = np.asarray(None)
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be {what}, got {value!r}")
+    return raw.astype(float)
+
+
+def _real(value, name):
+    """A real number (a Python or NumPy int or float, or a 0-d array; not a bool) as a float, possibly non-finite."""
+    x = _numbers(value, name, "a real number")
+    if x.shape != ():
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    return float(x)
+
+
+def _positive(value, name):
+    """A model quantity (mass [kg], length [m], stiffness [N/m], ...) that must be finite and > 0, as a float."""
+    x = _real(value, name)
+    if not (math.isfinite(x) and x > 0.0):
+        raise ModelError(f"{name} must be finite and > 0, got {value!r}")
+    return x
+
+
+def _nonnegative(value, name):
+    """A model quantity (dissipation [s/m], friction coefficient, ...) that must be finite and >= 0, as a float."""
+    x = _real(value, name)
+    if not (math.isfinite(x) and x >= 0.0):
+        raise ModelError(f"{name} must be finite and >= 0, got {value!r}")
+    return x
+
+
+def _finite(value, name):
+    """A finite real number (e.g. a height [m] or a coupler ratio) as a float; ValueError if it is not finite."""
+    x = _real(value, name)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return x
+
+
+def _vec3(value, name):
+    """A finite 3-vector (position [m], velocity [m/s], direction, ...) as a float array (3,)."""
+    a = _numbers(value, name, "a 3-vector of numbers")
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be a finite 3-vector, got {value!r}")
+    return a
+
+
+def _rotation(rotation, name="rotation"):
+    """Rotation matrix (3, 3) of ``rotation``: None (identity), a rotation matrix (3, 3), roll-pitch-yaw (3,) [rad]
+    or a quaternion (x, y, z, w) (4,) of any non-zero norm (it is normalized). Non-finite values, a zero quaternion
+    or a matrix that is not orthonormal with determinant +1 raise ValueError naming ``name``."""
+    if rotation is None:
+        return np.eye(3)
+    what = "a 3x3 rotation matrix, rpy (3,) [rad] or a quaternion xyzw (4,)"
+    R = _numbers(rotation, name, what)
+    if R.shape not in ((3, 3), (3,), (4,)):
+        raise ValueError(f"{name} must be {what}, got {rotation!r}")
+    if not np.all(np.isfinite(R)):
+        raise ValueError(f"{name} must be finite, got {rotation!r}")
+    if R.shape == (4,):
+        norm = float(np.linalg.norm(R))
+        if norm < 1e-6:
+            raise ValueError(f"{name}: a quaternion xyzw must be non-zero (it is normalized), got {rotation!r}")
+        x, y, z, w = R / norm
+        return pin.Quaternion(w, x, y, z).toRotationMatrix()
+    if R.shape == (3,):
+        return pin.rpy.rpyToMatrix(R)
+    if not np.allclose(R @ R.T, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0.0:
+        raise ValueError(f"{name} must be a rotation matrix (orthonormal, determinant +1), got {rotation!r}")
+    return R
+
+
+def _name(value, what):
+    """A non-empty string naming something (a body, a geometry); TypeError / ValueError naming ``what``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {value!r}")
+    if not value:
+        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _check_inertia(mass, inertia, where, rigid=True):
+    """Check a body's mass [kg] and rotational inertia (3, 3) [kg m^2] about its centre of mass; ModelError naming
+    ``where`` and the values. rigid: a body on its own (mass > 0, inertia positive definite and satisfying the
+    triangle inequality λ_max <= λ_1 + λ_2, like :meth:`~cenic_gym.simulator.Simulator.set_body_inertia`); else one
+    link of a model file (mass >= 0, inertia positive semi-definite: massless links and point masses are common)."""
+    mass = _real(mass, f"{where}: mass")
+    ok = mass > 0.0 if rigid else mass >= 0.0
+    if not (math.isfinite(mass) and ok):
+        raise ModelError(f"{where}: mass must be finite and {'>' if rigid else '>='} 0 kg, got {mass!r}")
+    inertia = _numbers(inertia, f"{where}: inertia", "a 3x3 array of numbers")
+    if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+        raise ModelError(f"{where}: inertia must be a finite 3x3 matrix, got {inertia.tolist()!r}")
+    ev = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    scale = float(np.abs(ev).max())
+    if rigid and not (ev[0] > 0.0 and ev[2] <= ev[0] + ev[1] + 1e-12 * ev[2]):
+        raise ModelError(f"{where}: inertia must be positive definite and satisfy the triangle inequality, "
+                         f"got eigenvalues {ev.tolist()!r} kg m^2")
+    if not rigid and ev[0] < -1e-9 * scale:
+        raise ModelError(f"{where}: inertia must be positive semi-definite, got {inertia.tolist()!r} "
+                         f"(eigenvalues {ev.tolist()!r} kg m^2)")
+
+
+# Thinnest convex hull accepted, relative to its extent: coal 3.0's qhull (coal.Convex.convexHull, "Qt") crashes the
+# process on plates thinner than ~5e-8 of their size; 1e-6 of a metre is a micrometre.
+MIN_RELATIVE_THICKNESS = 1e-6
+
+
+def _convex_hull(points, name):
+    """scipy convex hull of ``points`` (N, 3) [m]; ModelError naming ``name`` if they span no volume (coplanar,
+    collinear or repeated points: a flat or degenerate mesh) or the hull is thinner than
+    :data:`MIN_RELATIVE_THICKNESS` of its extent, instead of a raw Qhull error, a ZeroDivisionError or a crash in
+    coal. Thickness: the smallest width of the hull across one of its faces."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        hull = ConvexHull(points)
+    except QhullError as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ModelError(f"{name}: the {len(points)} points are flat or degenerate (coplanar, collinear or repeated), "
+                         f"their convex hull has no volume ({first})") from None
+    v = points[hull.vertices]
+    extent = float(np.ptp(v, axis=0).max())
+    proj = hull.equations[:, :3] @ v.T  # (faces, vertices): heights along each face's unit normal
+    thickness = float((proj.max(axis=1) - proj.min(axis=1)).min())
+    if not thickness >= MIN_RELATIVE_THICKNESS * extent:
+        raise ModelError(f"{name}: the convex hull of the {len(points)} points is nearly flat: {thickness!r} m thick "
+                         f"for an extent of {extent!r} m (at least {MIN_RELATIVE_THICKNESS:g} of it is needed)")
+    return hull
+
 
 # --------------------------------------------------------------------------------------------------------------
 # Contact materials
@@ -38,7 +185,11 @@ class ContactMaterial:
 
     stiffness:   k [N/m], per contact point (a box resting on its face has 4 corner points, so 4k in total).
     dissipation: Hunt–Crossley d [s/m]: f_n = k (-phi)_+ (1 - d v_n)_+.
-    mu_static, mu_dynamic: Coulomb coefficients; mu_dynamic defaults to mu_static.
+    mu_static, mu_dynamic: Coulomb coefficients, 0 <= mu_dynamic <= mu_static; mu_dynamic defaults to mu_static.
+    The Lagged friction coefficient falls from mu_static at rest to mu_dynamic when sliding
+    (:func:`cenic_gym.icf.stribeck_mu`), and pairs combine both by harmonic means, which keep that order.
+
+    Values are stored as floats; a non-number raises TypeError, a value out of range :class:`ModelError`.
     """
 
     stiffness: float = 1.0e5
@@ -49,17 +200,32 @@ class ContactMaterial:
     def __post_init__(self):
         if self.mu_dynamic is None:
             object.__setattr__(self, "mu_dynamic", self.mu_static)
-        for name in ("stiffness", "dissipation", "mu_static", "mu_dynamic"):
-            val = getattr(self, name)
-            if not (np.isfinite(val) and val >= 0.0):
-                raise ValueError(f"ContactMaterial.{name} must be finite and >= 0, got {val!r}")
-        if self.stiffness == 0.0:
-            raise ValueError("ContactMaterial.stiffness must be > 0, got 0.0")
+        object.__setattr__(self, "stiffness", _positive(self.stiffness, "ContactMaterial.stiffness"))
+        for name in ("dissipation", "mu_static", "mu_dynamic"):
+            object.__setattr__(self, name, _nonnegative(getattr(self, name), f"ContactMaterial.{name}"))
+        if self.mu_dynamic > self.mu_static:
+            raise ModelError(f"ContactMaterial.mu_dynamic={self.mu_dynamic!r} exceeds mu_static={self.mu_static!r}: "
+                             f"sliding friction cannot exceed static friction (mu_dynamic <= mu_static)")
+
+
+def _material(value, name="material"):
+    """``value`` if it is a :class:`ContactMaterial`, else TypeError naming ``name``."""
+    if not isinstance(value, ContactMaterial):
+        raise TypeError(f"{name} must be a ContactMaterial, got {value!r}")
+    return value
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Shapes (dimensions in m; every shape's frame is at its centre, axes as documented)
+# Shapes (dimensions in m; every shape's frame is at its centre, axes as documented). Dimensions are checked and
+# stored as floats when a shape is made: TypeError for a non-number, ModelError for a size <= 0 or non-finite.
 # --------------------------------------------------------------------------------------------------------------
+
+
+def _positive_fields(shape):
+    """``__post_init__`` of the primitive shapes: every field is a length [m], finite and > 0, stored as a float."""
+    for f in dataclasses.fields(shape):
+        name = f"{type(shape).__name__}.{f.name}"
+        object.__setattr__(shape, f.name, _positive(getattr(shape, f.name), name))
 
 
 @dataclass(frozen=True)
@@ -67,6 +233,7 @@ class Sphere:
     radius: float
 
     geom_type = nph.SPHERE
+    __post_init__ = _positive_fields
 
     def size(self):
         return np.array([self.radius, 0.0, 0.0])
@@ -93,6 +260,12 @@ class Box:
 
     geom_type = nph.BOX
 
+    def __post_init__(self):
+        ln = _numbers(self.lengths, "Box.lengths", "three lengths [m]")
+        if ln.shape != (3,):
+            raise ValueError(f"Box.lengths must be three lengths [m], got {self.lengths!r}")
+        object.__setattr__(self, "lengths", tuple(_positive(float(x), f"Box.lengths[{i}]") for i, x in enumerate(ln)))
+
     def size(self):
         return 0.5 * np.asarray(self.lengths, dtype=float)
 
@@ -117,6 +290,7 @@ class Capsule:
     length: float
 
     geom_type = nph.CAPSULE
+    __post_init__ = _positive_fields
 
     def size(self):
         return np.array([self.radius, 0.5 * self.length, 0.0])
@@ -142,6 +316,7 @@ class Cylinder:
     length: float
 
     geom_type = nph.CYLINDER
+    __post_init__ = _positive_fields
 
     def size(self):
         return np.array([self.radius, 0.5 * self.length, 0.0])
@@ -161,26 +336,30 @@ class Cylinder:
 
 @dataclass(frozen=True, eq=False)
 class ConvexMesh:
-    """Convex hull of ``vertices`` (N, 3) [m] in the shape frame (handled by coal)."""
+    """Convex hull of ``vertices`` (N, 3) [m] in the shape frame (handled by coal).
+
+    The hull must be a solid: flat or degenerate point sets (coplanar, collinear, repeated) raise ModelError."""
 
     vertices: np.ndarray
 
     geom_type = nph.CONVEX
 
     def __post_init__(self):
-        v = np.asarray(self.vertices, dtype=float)
-        if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] < 4 or not np.all(np.isfinite(v)):
+        v = _numbers(self.vertices, "ConvexMesh.vertices", "an (N, 3) array of numbers [m]")
+        if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] < 4:
             raise ValueError(f"ConvexMesh.vertices must be a finite (N>=4, 3) array, got shape {v.shape}")
+        bad = np.flatnonzero(~np.all(np.isfinite(v), axis=1))
+        if bad.size:
+            raise ValueError(f"ConvexMesh.vertices must be finite, got vertex {bad[0]} = {v[bad[0]].tolist()!r}")
         object.__setattr__(self, "vertices", v)
+        _convex_hull(v, "ConvexMesh.vertices")
 
     def size(self):
         return np.zeros(3)
 
     def _mass_properties(self):
         """Volume, centroid and unit-density inertia about the centroid of the convex hull (tetrahedra fan)."""
-        from scipy.spatial import ConvexHull
-
-        hull = ConvexHull(self.vertices)
+        hull = _convex_hull(self.vertices, "ConvexMesh.vertices")
         c0 = self.vertices[hull.vertices].mean(axis=0)
         vol = 0.0
         first = np.zeros(3)
@@ -503,26 +682,6 @@ class MultibodySystem:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _rotation(rotation):
-    if rotation is None:
-        return np.eye(3)
-    R = np.asarray(rotation, dtype=float)
-    if R.shape == (4,):  # quaternion (x, y, z, w)
-        return pin.Quaternion(R[3], R[0], R[1], R[2]).normalized().toRotationMatrix()
-    if R.shape == (3,):  # roll-pitch-yaw [rad]
-        return pin.rpy.rpyToMatrix(R)
-    if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-9):
-        raise ValueError(f"rotation must be a 3x3 rotation matrix, rpy (3,) or quaternion xyzw (4,), got {R!r}")
-    return R
-
-
-def _vec3(value, name):
-    a = np.asarray(value, dtype=float)
-    if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be a finite 3-vector, got {value!r}")
-    return a
-
-
 class SceneBuilder:
     """Build a :class:`MultibodySystem` from primitive and convex shapes.
 
@@ -535,11 +694,10 @@ class SceneBuilder:
     """
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), stiction_tolerance=1.0e-4):
+        """gravity [m/s^2] (world frame); stiction_tolerance v_s [m/s] > 0 of the regularized friction (ICF §V-B)."""
         self.model = pin.Model()
         self.model.gravity = pin.Motion(_vec3(gravity, "gravity"), np.zeros(3))
-        if not (np.isfinite(stiction_tolerance) and stiction_tolerance > 0):
-            raise ValueError(f"stiction_tolerance must be > 0, got {stiction_tolerance!r}")
-        self.stiction_tolerance = float(stiction_tolerance)
+        self.stiction_tolerance = _positive(stiction_tolerance, "stiction_tolerance")
         self.geometries: list[Geometry] = []
         self.q0: list[np.ndarray] = []
         self.v0: list[np.ndarray] = []
@@ -558,21 +716,28 @@ class SceneBuilder:
         return f"{base}_{i}"
 
     def add_ground(self, material=ContactMaterial(), height=0.0, normal=(0.0, 0.0, 1.0), name="ground"):
-        """Fixed half-space whose boundary passes through ``height * e_z`` with outward ``normal`` (world)."""
+        """Fixed half-space whose boundary passes through ``height * e_z`` [m] with outward ``normal`` (world; any
+        non-zero length, it is normalized)."""
+        material = _material(material)
+        height = _finite(height, "height")
+        name = _name(name, "ground name")
         n = _vec3(normal, "normal")
-        n = n / np.linalg.norm(n)
-        z = np.array([0.0, 0.0, 1.0])
-        axis = np.cross(z, n)
-        s, c = np.linalg.norm(axis), float(np.dot(z, n))
-        R = np.eye(3) if s < 1e-12 else pin.exp3(axis / s * math.atan2(s, c))
+        length = float(np.linalg.norm(n))
+        if not length > 0.0:
+            raise ModelError(f"ground normal must be a non-zero vector, got normal={normal!r}")
+        # the rotation taking the half-space's +z to n (the half turn about x for n = -z)
+        R = pin.Quaternion.FromTwoVectors(np.array([0.0, 0.0, 1.0]), n / length).toRotationMatrix()
         self.geometries.append(Geometry(self._unique_geom_name(name), HalfSpace(), 0,
-                                        pin.SE3(R, np.array([0.0, 0.0, float(height)])), material))
+                                        pin.SE3(R, np.array([0.0, 0.0, height])), material))
         return self
 
     def add_fixed(self, name, shape, position=(0, 0, 0), rotation=None, material=ContactMaterial()):
-        """A shape welded to the world at the given pose (world frame)."""
-        self._check_shape(shape)
+        """A shape welded to the world at the given pose (world frame): position [m], rotation (3x3, rpy [rad] or
+        quaternion xyzw)."""
+        name = _name(name, "geometry name")
+        shape = self._check_shape(shape)
         pose = pin.SE3(_rotation(rotation), _vec3(position, "position"))
+        material = _material(material)
         self.geometries.append(Geometry(self._unique_geom_name(name), shape, 0, pose, material))
         return self
 
@@ -580,31 +745,35 @@ class SceneBuilder:
                  velocity=(0, 0, 0), angular_velocity=(0, 0, 0), material=ContactMaterial(), inertia=None):
         """A free rigid body (:func:`free_body_joint`) made of one or several shapes.
 
-        shapes:   a shape, or a list of (shape, pin.SE3 placement in the body frame).
-        mass [kg] or density [kg/m^3]: exactly one, unless ``inertia`` (a pin.Inertia) is given.
+        shapes:   a shape, or a non-empty list of (shape, pin.SE3 placement in the body frame).
+        mass [kg] or density [kg/m^3]: exactly one, unless ``inertia`` (a pin.Inertia: mass > 0, rotational
+                  inertia about the centre of mass positive definite, triangle inequality) is given instead.
         position [m], rotation (3x3, rpy or quaternion xyzw): body frame in the world at t = 0.
         velocity [m/s], angular_velocity [rad/s]: world-frame initial velocity of the body origin.
         """
+        name = _name(name, "body name")
         if self.model.existJointName(name):
             raise ValueError(f"a body named {name!r} already exists")
-        items = [(shapes, pin.SE3.Identity())] if not isinstance(shapes, (list, tuple)) else list(shapes)
-        for shp, _ in items:
-            self._check_shape(shp)
-            if isinstance(shp, HalfSpace):
-                raise ValueError("HalfSpace shapes can only be fixed (use add_ground)")
+        items = self._body_shapes(shapes)
+        material = _material(material)
         if inertia is None:
             if (mass is None) == (density is None):
                 raise ValueError(f"body {name!r}: give exactly one of mass or density (got mass={mass!r}, density={density!r})")
             vols = np.array([s.volume() for s, _ in items])
             if density is None:
-                if not (np.isfinite(mass) and mass > 0):
-                    raise ValueError(f"body {name!r}: mass must be > 0, got {mass!r}")
-                density = mass / vols.sum()
-            if not (np.isfinite(density) and density > 0):
-                raise ValueError(f"body {name!r}: density must be > 0, got {density!r}")
+                density = _positive(mass, f"body {name!r}: mass") / vols.sum()
+            density = _positive(density, f"body {name!r}: density")
             inertia = pin.Inertia.Zero()
             for (shp, X), vol in zip(items, vols):
                 inertia += X.act(shp.inertia(density * vol))
+        else:
+            if mass is not None or density is not None:
+                raise ValueError(f"body {name!r}: give either inertia or mass/density, not both "
+                                 f"(got mass={mass!r}, density={density!r} and an inertia)")
+            if not isinstance(inertia, pin.Inertia):
+                raise TypeError(f"body {name!r}: inertia must be a pinocchio.Inertia, got {inertia!r}")
+            _check_inertia(inertia.mass, inertia.inertia, f"body {name!r}")
+            _vec3(inertia.lever, f"body {name!r}: centre of mass of the inertia")
         R = _rotation(rotation)  # validate everything before touching the model
         q0 = np.concatenate([_vec3(position, "position"), pin.Quaternion(R).coeffs()])  # quaternion x, y, z, w
         v0 = np.concatenate([_vec3(velocity, "velocity"), R.T @ _vec3(angular_velocity, "angular_velocity")])
@@ -650,55 +819,81 @@ class SceneBuilder:
 
         Joint limits (position, velocity, effort), damping, armature and Coulomb friction of the file are kept in
         the Pinocchio model; ``<mimic>`` tags (MJCF: linear ``<equality><joint>``) become :class:`Coupler`s and
-        both joints stay independent DOFs. Collision meshes become their convex hulls (:class:`ConvexMesh`)."""
+        both joints stay independent DOFs. Collision meshes become their convex hulls (:class:`ConvexMesh`).
+
+        A missing file, malformed XML or a model that cannot be simulated (a non-numeric value, a negative mass,
+        an inertia that is not positive semi-definite, lower > upper joint limits, a zero joint axis, a size
+        <= 0, a flat collision mesh) raises :class:`~cenic_gym.errors.ModelError` naming the file, the link or
+        joint and the value (:func:`cenic_gym.robots.check_urdf`, :func:`~cenic_gym.robots.check_mjcf`)."""
         from .robots import add_robot
 
         add_robot(self, robot, name, base, position, rotation, material, package_dirs, srdf, q0, armature, damping,
                   self_collision, fuse_capsules, exclude_links)
         return self
 
-    def _joint_index(self, joint):
-        if isinstance(joint, (int, np.integer)):
+    def _joint_index(self, joint, name="joint"):
+        """Pinocchio index of a joint given by name or index (``name``: the argument, for messages)."""
+        if isinstance(joint, (int, np.integer)) and not isinstance(joint, (bool, np.bool_)):
             if not 0 < int(joint) < self.model.njoints:
-                raise ValueError(f"joint index {joint!r} out of range 1..{self.model.njoints - 1}")
+                raise ValueError(f"{name}: joint index {joint!r} out of range 1..{self.model.njoints - 1}")
             return int(joint)
+        if not isinstance(joint, str):
+            raise TypeError(f"{name} must be a joint name or index, got {joint!r}")
         if not self.model.existJointName(joint):
-            raise ValueError(f"no joint named {joint!r}; known: {list(self.model.names)[1:]}")
+            raise ValueError(f"{name}: no joint named {joint!r}; known: {list(self.model.names)[1:]}")
         return self.model.getJointId(joint)
 
     def add_coupler(self, joint0, joint1, ratio=1.0, offset=0.0):
-        """Couple two 1-DOF joints (names or indices): q[joint0] = ratio q[joint1] + offset (physics-notes §2.8).
+        """Couple two 1-DOF joints (names or indices): q[joint0] = ratio q[joint1] + offset [m or rad]
+        (physics-notes §2.8).
 
         Both joints stay independent DOFs; the constraint is enforced by the solver's coupler pool."""
-        j0, j1 = self._joint_index(joint0), self._joint_index(joint1)
+        j0, j1 = self._joint_index(joint0, "joint0"), self._joint_index(joint1, "joint1")
         if j0 == j1:
             raise ValueError(f"a coupler needs two different joints, got {joint0!r} twice")
         for j, given in ((j0, joint0), (j1, joint1)):
             if not (self.model.nqs[j] == 1 and self.model.nvs[j] == 1):
                 raise ValueError(f"couplers need 1-DOF joints (nq = nv = 1); {given!r} has nq={self.model.nqs[j]}, "
                                  f"nv={self.model.nvs[j]}")
-        ratio, offset = float(ratio), float(offset)
-        if not (np.isfinite(ratio) and np.isfinite(offset)):
-            raise ValueError(f"coupler ratio and offset must be finite, got {ratio!r}, {offset!r}")
+        ratio, offset = _finite(ratio, "coupler ratio"), _finite(offset, "coupler offset")
         self.couplers.append(Coupler(j0, j1, ratio, offset))
         return self
 
     def disable_collision(self, geom_a, geom_b):
+        """Never collide the geometries named ``geom_a`` and ``geom_b`` (both already added)."""
+        names = [g.name for g in self.geometries]
+        for arg, value in (("geom_a", geom_a), ("geom_b", geom_b)):
+            if _name(value, arg) not in names:
+                raise ValueError(f"{arg}: no geometry named {value!r}; known: {names}")
+        if geom_a == geom_b:
+            raise ValueError(f"disable_collision needs two different geometries, got {geom_a!r} twice")
         self.disabled_pairs.add((geom_a, geom_b))
         return self
 
     @staticmethod
-    def _check_shape(shape):
+    def _check_shape(shape, name="shape"):
+        """``shape`` if it is one of :data:`SHAPES` (whose sizes were checked when it was made), else TypeError."""
         if not isinstance(shape, SHAPES):
-            raise ValueError(f"unknown shape {shape!r}; use one of {[s.__name__ for s in SHAPES]}")
-        for f in dataclasses.fields(shape):
-            val = getattr(shape, f.name)
-            if isinstance(val, (int, float)) and not (np.isfinite(val) and val > 0):
-                raise ValueError(f"{type(shape).__name__}.{f.name} must be > 0, got {val!r}")
-        if isinstance(shape, Box):
-            ln = np.asarray(shape.lengths, dtype=float)
-            if ln.shape != (3,) or not np.all(np.isfinite(ln) & (ln > 0)):
-                raise ValueError(f"Box.lengths must be three positive lengths, got {shape.lengths!r}")
+            raise TypeError(f"{name} must be one of {[s.__name__ for s in SHAPES]}, got {shape!r}")
+        return shape
+
+    @classmethod
+    def _body_shapes(cls, shapes):
+        """add_body's ``shapes`` as a list of (shape, pin.SE3 placement): one shape, or a non-empty list of pairs."""
+        if not isinstance(shapes, (list, tuple)):
+            items = [(cls._check_shape(shapes, "shapes"), pin.SE3.Identity())]
+        elif not shapes:
+            raise ValueError(f"shapes must be a shape or a non-empty list of (shape, pin.SE3) pairs, got {shapes!r}")
+        else:
+            items = []
+            for k, item in enumerate(shapes):
+                if not (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[1], pin.SE3)):
+                    raise TypeError(f"shapes[{k}] must be a (shape, pin.SE3 placement) pair, got {item!r}")
+                items.append((cls._check_shape(item[0], f"shapes[{k}][0]"), item[1]))
+        for k, (shp, _) in enumerate(items):
+            if isinstance(shp, HalfSpace):
+                raise ValueError(f"shapes: a HalfSpace can only be fixed (use add_ground), got it as shape {k}")
+        return items
 
     def build(self) -> MultibodySystem:
         q0 = np.concatenate(self.q0) if self.q0 else np.zeros(0)

@@ -11,8 +11,10 @@ The PyPI package ``example-robot-data`` (a cmeel wheel) installs its files under
 
 The conversion of collision geometry (coal primitives and meshes -> our shapes) and the small XML parsers
 (URDF ``<mimic>``, SRDF ``<disable_collisions>`` / ``<group_state>``, MJCF ``<equality><joint>`` /
-``<contact><exclude>``) live here, and so does the merging of a robot into a scene (:func:`add_robot`, called by
-:meth:`cenic_gym.model.SceneBuilder.add_robot`).
+``<contact><exclude>``) live here, and so do the checks of a model file before Pinocchio reads it (:func:`check_urdf`,
+:func:`check_mjcf`; Pinocchio drops what it cannot parse or accepts negative masses silently) and the merging of a
+robot into a scene (:func:`add_robot`, called by :meth:`cenic_gym.model.SceneBuilder.add_robot`). A missing file or
+a model that cannot be simulated raises :class:`~cenic_gym.errors.ModelError` naming the file, link or joint and value.
 """
 from __future__ import annotations
 
@@ -31,8 +33,10 @@ import numpy as np
 import pinocchio as pin
 
 from . import narrowphase as nph
-from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Cylinder, Geometry, RobotInfo, Sphere, _rotation,
-                    _vec3, free_body_joint, is_free_body_joint)
+from .errors import ModelError
+from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Cylinder, Geometry, RobotInfo, Sphere, _check_inertia,
+                    _convex_hull, _material, _name, _nonnegative, _numbers, _rotation, _vec3, free_body_joint,
+                    is_free_body_joint)
 
 ERD_PACKAGE = "example-robot-data"
 _ROBOTS_SUBDIR = Path("cmeel.prefix") / "share" / "example-robot-data" / "robots"
@@ -41,6 +45,11 @@ ENV_VAR = "CENIC_EXAMPLE_ROBOT_DATA"  # optional override: the .../example-robot
 
 class RobotDataNotFoundError(FileNotFoundError):
     """The ``example-robot-data`` files (or one of them) could not be found."""
+
+
+class ModelFileNotFoundError(ModelError, FileNotFoundError):
+    """A robot model file (URDF, MJCF, SRDF) given by path does not exist: a :class:`ModelError` and a
+    ``FileNotFoundError``."""
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -181,8 +190,10 @@ def _sphere_points(n_lat=8, n_lon=16):
     return np.array(pts)
 
 
-def mesh_hull_vertices(geometry):
-    """Vertices of the convex hull of a coal BVH mesh (already scaled by the loader), via coal's qhull."""
+def mesh_hull_vertices(geometry, name="mesh"):
+    """Vertices of the convex hull of a coal BVH mesh (already scaled by the loader), via coal's qhull. A flat or
+    degenerate mesh (which crashes coal's qhull) raises :class:`ModelError` naming ``name`` first."""
+    _convex_hull(np.asarray(geometry.vertices(), dtype=float).reshape(-1, 3), name)
     geometry.buildConvexHull(False, "Qt")
     pts = np.array(geometry.convex.points(), dtype=float).reshape(-1, 3)
     return pts
@@ -190,7 +201,15 @@ def mesh_hull_vertices(geometry):
 
 def shape_from_coal(geometry, name="?"):
     """Our shape for a coal collision geometry: primitives map 1:1, meshes become their convex hull
-    (:class:`~cenic_gym.model.ConvexMesh`); ellipsoids and cones are approximated by convex polytopes."""
+    (:class:`~cenic_gym.model.ConvexMesh`); ellipsoids and cones are approximated by convex polytopes.
+    A size out of range or a flat mesh raises :class:`ModelError` naming the geometry."""
+    try:
+        return _shape_from_coal(geometry, name)
+    except (ModelError, TypeError) as e:
+        raise ModelError(f"collision geometry {name!r}: {e}") from None
+
+
+def _shape_from_coal(geometry, name):
     import coal
 
     if isinstance(geometry, coal.Sphere):
@@ -202,10 +221,7 @@ def shape_from_coal(geometry, name="?"):
     if isinstance(geometry, coal.Cylinder):
         return Cylinder(float(geometry.radius), 2.0 * float(geometry.halfLength))
     if isinstance(geometry, coal.BVHModelBase):
-        try:
-            return ConvexMesh(mesh_hull_vertices(geometry))
-        except Exception as e:  # noqa: BLE001 - qhull failures: flat or degenerate meshes
-            raise ValueError(f"collision mesh of geometry {name!r} could not be convexified: {e}") from e
+        return ConvexMesh(mesh_hull_vertices(geometry, "mesh vertices"))
     if isinstance(geometry, coal.ConvexBase):
         return ConvexMesh(np.array(geometry.points(), dtype=float).reshape(-1, 3))
     if isinstance(geometry, coal.Ellipsoid):
@@ -215,8 +231,8 @@ def shape_from_coal(geometry, name="?"):
         ang = np.linspace(0.0, 2.0 * math.pi, 24, endpoint=False)
         base = np.stack([r * np.cos(ang), r * np.sin(ang), np.full_like(ang, -h)], axis=1)
         return ConvexMesh(np.vstack([base, [[0.0, 0.0, h]]]))
-    raise ValueError(f"collision geometry {name!r} of type {type(geometry).__name__} is not supported on robots "
-                     f"(use spheres, boxes, capsules, cylinders, ellipsoids, cones or meshes)")
+    raise ModelError(f"type {type(geometry).__name__} is not supported on robots (use spheres, boxes, capsules, "
+                     f"cylinders, ellipsoids, cones or meshes)")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -225,10 +241,28 @@ def shape_from_coal(geometry, name="?"):
 
 
 def _parse(path):
+    """Root element of an XML file; :class:`ModelError` naming the file and the position of a syntax error."""
     try:
         return ET.parse(str(path)).getroot()
     except ET.ParseError as e:
-        raise ValueError(f"cannot parse {path}: {e}") from e
+        raise ModelError(f"cannot parse {path}: malformed XML ({e})") from None
+
+
+def _xml_numbers(el, attr, where, count=None, default=None):
+    """The numbers of attribute ``attr`` of XML element ``el`` as a float array (``default`` if absent);
+    :class:`ModelError` naming ``where``, the element and the text unless it is ``count`` (any number if None)
+    finite numbers."""
+    text = el.get(attr)
+    if text is None:
+        return None if default is None else np.atleast_1d(np.asarray(default, dtype=float))
+    try:
+        vals = np.array([float(x) for x in text.split()], dtype=float)
+    except ValueError:
+        vals = None
+    if vals is None or (count is not None and len(vals) != count) or not np.all(np.isfinite(vals)):
+        what = "finite numbers" if count is None else ("a finite number" if count == 1 else f"{count} finite numbers")
+        raise ModelError(f"{where}: <{el.tag} {attr}={text!r}> must be {what}")
+    return vals
 
 
 def urdf_mimics(path):
@@ -239,7 +273,9 @@ def urdf_mimics(path):
         m = j.find("mimic")
         if m is None or j.get("name") is None:
             continue
-        out.append((j.get("name"), m.get("joint"), float(m.get("multiplier", 1.0)), float(m.get("offset", 0.0))))
+        where = f"{path}: joint {j.get('name')!r}"
+        out.append((j.get("name"), m.get("joint"), float(_xml_numbers(m, "multiplier", where, 1, 1.0)[0]),
+                    float(_xml_numbers(m, "offset", where, 1, 0.0)[0])))
     return out
 
 
@@ -252,10 +288,11 @@ def mjcf_joint_equalities(path):
             j1, j2 = j.get("joint1"), j.get("joint2")
             if j1 is None or j2 is None:
                 continue
-            coef = [float(x) for x in j.get("polycoef", "0 1 0 0 0").split()]
+            where = f"{path}: joint equality {j1!r}-{j2!r}"
+            coef = [float(c) for c in _xml_numbers(j, "polycoef", where, None, (0.0, 1.0, 0.0, 0.0, 0.0))]
             if any(abs(c) > 0 for c in coef[2:]):
-                raise ValueError(f"MJCF joint equality {j1!r}-{j2!r}: only linear polycoef is supported, got {coef}")
-            out.append((j1, j2, coef[1] if len(coef) > 1 else 1.0, coef[0]))
+                raise ModelError(f"{where}: only linear polycoef is supported, got {coef}")
+            out.append((j1, j2, coef[1] if len(coef) > 1 else 1.0, coef[0] if coef else 0.0))
     return out
 
 
@@ -275,8 +312,95 @@ def srdf_group_states(path):
     for gs in _parse(path).iter("group_state"):
         vals = states.setdefault(gs.get("name"), {})
         for j in gs.iter("joint"):
-            vals[j.get("name")] = np.array([float(x) for x in j.get("value", "").split()], dtype=float)
+            where = f"{path}: group_state {gs.get('name')!r} joint {j.get('name')!r}"
+            vals[j.get("name")] = _xml_numbers(j, "value", where, None, ())
     return states
+
+
+# Numeric attributes of a URDF's <joint>s and of its <link>s' <inertial> and <collision> elements: (tag, attribute)
+# -> how many numbers. urdfdom drops an element it cannot parse with a message on stderr and Pinocchio builds the
+# model without it (a massless link, a missing collision shape), so they are checked here first.
+_URDF_NUMBERS = {
+    ("origin", "xyz"): 3, ("origin", "rpy"): 3, ("axis", "xyz"): 3, ("mass", "value"): 1,
+    **{("inertia", k): 1 for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")},
+    **{("limit", k): 1 for k in ("lower", "upper", "effort", "velocity")},
+    ("dynamics", "damping"): 1, ("dynamics", "friction"): 1, ("mimic", "multiplier"): 1, ("mimic", "offset"): 1,
+    ("box", "size"): 3, ("sphere", "radius"): 1, ("cylinder", "radius"): 1, ("cylinder", "length"): 1,
+    ("capsule", "radius"): 1, ("capsule", "length"): 1, ("mesh", "scale"): 3,
+}
+_MOVING_JOINTS = ("revolute", "continuous", "prismatic", "planar")
+
+
+def check_urdf(root, path):
+    """Check a parsed URDF (root ``<robot>`` element) before Pinocchio reads it; :class:`ModelError` naming the link
+    or joint and the value: a non-numeric or non-finite number (see ``_URDF_NUMBERS``), a negative mass, an
+    inertia that is not positive semi-definite, a zero joint axis, a negative effort or velocity limit, damping or
+    friction. Position limits (lower <= upper) are checked on the loaded model (:func:`check_joint_limits`)."""
+    for el in root:
+        if el.tag not in ("link", "joint"):
+            continue
+        where = f"{path}: {el.tag} {el.get('name')!r}"
+        subtrees = [el] if el.tag == "joint" else el.findall("inertial") + el.findall("collision")
+        nums = {}
+        for sub in subtrees:
+            for e in sub.iter():
+                for attr in e.attrib:
+                    n = _URDF_NUMBERS.get((e.tag, attr))
+                    if n is not None:
+                        nums[(e.tag, attr)] = _xml_numbers(e, attr, where, n)
+        if el.tag == "link" and el.find("inertial") is not None:
+            i = {k: float(nums.get(("inertia", k), [0.0])[0]) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+            _check_inertia(float(nums.get(("mass", "value"), [0.0])[0]),
+                           [[i["ixx"], i["ixy"], i["ixz"]], [i["ixy"], i["iyy"], i["iyz"]],
+                            [i["ixz"], i["iyz"], i["izz"]]], where, rigid=False)
+        if el.tag == "joint":
+            axis = nums.get(("axis", "xyz"))
+            if el.get("type") in _MOVING_JOINTS and axis is not None and not np.linalg.norm(axis) > 0.0:
+                raise ModelError(f"{where}: the joint axis must be non-zero, got xyz={el.find('axis').get('xyz')!r}")
+            for tag, attr in (("limit", "effort"), ("limit", "velocity"), ("dynamics", "damping"),
+                              ("dynamics", "friction")):
+                if (tag, attr) in nums and not nums[(tag, attr)][0] >= 0.0:
+                    raise ModelError(f"{where}: <{tag} {attr}> must be >= 0, got {float(nums[(tag, attr)][0])!r}")
+
+
+def check_mjcf(root, path):
+    """Check a parsed MJCF model before Pinocchio reads it (Pinocchio drops a negative ``<inertial mass>``
+    silently); :class:`ModelError` naming the body and the value: ``<inertial>`` mass >= 0 and a positive
+    semi-definite inertia (``diaginertia`` / ``fullinertia``), ``<geom>`` mass and density >= 0, finite
+    ``<joint range>`` and a non-zero ``<joint axis>``."""
+    for body in root.iter("body"):
+        where = f"{path}: body {body.get('name')!r}"
+        for ine in body.findall("inertial"):
+            mass = float(_xml_numbers(ine, "mass", where, 1, 0.0)[0])
+            diag = _xml_numbers(ine, "diaginertia", where, 3)
+            full = _xml_numbers(ine, "fullinertia", where, 6)  # ixx iyy izz ixy ixz iyz
+            I = np.diag(diag) if diag is not None else np.zeros((3, 3))
+            if full is not None:
+                xx, yy, zz, xy, xz, yz = full
+                I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+            _check_inertia(mass, I, where, rigid=False)
+        for geom in body.findall("geom"):
+            for attr in ("mass", "density"):
+                val = _xml_numbers(geom, attr, where, 1)
+                if val is not None and not val[0] >= 0.0:
+                    raise ModelError(f"{where}: geom {geom.get('name')!r} {attr} must be >= 0, got {float(val[0])!r}")
+        for joint in body.findall("joint"):
+            jwhere = f"{path}: joint {joint.get('name')!r}"
+            _xml_numbers(joint, "range", jwhere, 2)
+            axis = _xml_numbers(joint, "axis", jwhere, 3)
+            if axis is not None and not np.linalg.norm(axis) > 0.0:
+                raise ModelError(f"{jwhere}: the joint axis must be non-zero, got axis={joint.get('axis')!r}")
+
+
+def check_joint_limits(R, path):
+    """Position limits of the 1-DOF joints of a loaded robot model: lower <= upper (not NaN); :class:`ModelError`
+    naming the joint and both values [rad or m]."""
+    for j in range(1, R.njoints):
+        if R.nqs[j] == 1:
+            i = R.idx_qs[j]
+            lo, hi = float(R.lowerPositionLimit[i]), float(R.upperPositionLimit[i])
+            if not lo <= hi:
+                raise ModelError(f"{path}: joint {R.names[j]!r} has lower limit {lo!r} > upper limit {hi!r}")
 
 
 def default_package_dirs(path):
@@ -309,8 +433,29 @@ def _is_free_joint(joint):
     return joint.shortname() == "JointModelFreeFlyer" or is_free_body_joint(joint)
 
 
+def _robot_name(name):
+    """A robot name: a non-empty string without '/' (TypeError / ValueError otherwise)."""
+    if "/" in _name(name, "robot name"):
+        raise ValueError(f"robot name must not contain '/', got {name!r}")
+    return name
+
+
+def _package_dirs(package_dirs, path):
+    """Pinocchio's mesh search path from add_robot's ``package_dirs``: None (:func:`default_package_dirs`), a
+    directory, or a list of directories (str or Path); TypeError otherwise."""
+    if package_dirs is None:
+        return default_package_dirs(path)
+    dirs = [package_dirs] if isinstance(package_dirs, (str, Path)) else package_dirs
+    if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, (str, Path)) for d in dirs):
+        raise TypeError(f"package_dirs must be a directory or a list of directories, got {package_dirs!r}")
+    return [str(d) for d in dirs]
+
+
 def _load_robot_files(builder, robot, name, base, package_dirs, srdf):
-    """Resolve a preset or file and build the robot's own Pinocchio model and collision GeometryModel."""
+    """Resolve a preset or file, check the file (:func:`check_urdf`, :func:`check_mjcf`) and build the robot's own
+    Pinocchio model and collision GeometryModel; check its joint limits (:func:`check_joint_limits`)."""
+    if name is not None:
+        _robot_name(name)
     preset_name = None
     if isinstance(robot, RobotPreset):
         preset = robot
@@ -325,10 +470,10 @@ def _load_robot_files(builder, robot, name, base, package_dirs, srdf):
         base = preset.base if base is None else base
     else:
         if not isinstance(robot, (str, Path)):
-            raise ValueError(f"robot must be a model file path or a preset name, got {robot!r}")
+            raise TypeError(f"robot must be a model file path or a preset name, got {robot!r}")
         path = Path(robot)
         if not path.is_file():
-            raise FileNotFoundError(f"robot model file {str(robot)!r} not found (presets: {sorted(PRESETS)})")
+            raise ModelFileNotFoundError(f"robot model file {str(robot)!r} not found (presets: {sorted(PRESETS)})")
     base = "fixed" if base is None else base
     if base not in ("fixed", "free"):
         raise ValueError(f"base must be 'fixed' or 'free', got base={base!r}")
@@ -340,17 +485,20 @@ def _load_robot_files(builder, robot, name, base, package_dirs, srdf):
     else:
         raise ValueError(f"unknown robot model format {path.suffix!r} of {path}: use .urdf or MJCF .xml")
     if srdf is not None:
+        if not isinstance(srdf, (str, Path)):
+            raise TypeError(f"srdf must be an SRDF file path, got {srdf!r}")
         srdf = Path(srdf)
         if not srdf.is_file():
-            raise FileNotFoundError(f"SRDF file {str(srdf)!r} not found")
+            raise ModelFileNotFoundError(f"SRDF file {str(srdf)!r} not found")
+        _parse(srdf)
+    dirs = _package_dirs(package_dirs, path) if fmt == "urdf" else None
+    (check_urdf if fmt == "urdf" else check_mjcf)(_parse(path), path)
     try:
         if fmt == "urdf":
             if base == "free":
                 R = pin.buildModelFromUrdf(str(path), free_body_joint(), "root_joint")
             else:
                 R = pin.buildModelFromUrdf(str(path))
-            dirs = default_package_dirs(path) if package_dirs is None else (
-                [str(package_dirs)] if isinstance(package_dirs, (str, Path)) else [str(d) for d in package_dirs])
             G = pin.buildGeomFromUrdf(R, str(path), pin.COLLISION, package_dirs=dirs)
         else:
             R = pin.buildModelFromMJCF(str(path))
@@ -360,11 +508,10 @@ def _load_robot_files(builder, robot, name, base, package_dirs, srdf):
                 R = R[0] if isinstance(R, tuple) else R
             G = pin.buildGeomFromMJCF(R, str(path), pin.COLLISION)
     except (RuntimeError, ValueError, OSError) as e:
-        raise ValueError(f"cannot load robot model {path}: {e}") from e
+        raise ModelError(f"cannot load robot model {path}: {e}") from None
+    check_joint_limits(R, path)
     if name is None:
-        name = preset_name or R.name or path.stem
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ValueError(f"robot name must be a non-empty string without '/', got {name!r}")
+        name = _robot_name(preset_name or R.name or path.stem)
     if name in builder.robots or any(n.startswith(f"{name}/") or n == name for n in builder.model.names):
         raise ValueError(f"a robot or body named {name!r} already exists")
     return name, base, path, fmt, srdf, R, G
@@ -392,14 +539,14 @@ def _robot_q0(R, q0, joints, srdf):
             if not R.existJointName(jn) or R.getJointId(jn) not in joints:
                 raise ValueError(f"q0: no joint {jn!r} in the robot (joints: {[R.names[j] for j in joints]})")
             j = R.getJointId(jn)
-            val = np.atleast_1d(np.asarray(val, dtype=float))
+            val = np.atleast_1d(_numbers(val, f"q0[{jn!r}]", f"{R.nqs[j]} number(s)"))
             if val.shape != (R.nqs[j],) or not np.all(np.isfinite(val)):
                 raise ValueError(f"q0[{jn!r}] must be {R.nqs[j]} finite value(s), got {val!r}")
             qR[R.idx_qs[j]:R.idx_qs[j] + R.nqs[j]] = val
             explicit.add(j)
         return qR, explicit
     idx = [i for j in joints for i in range(R.idx_qs[j], R.idx_qs[j] + R.nqs[j])]
-    arr = np.asarray(q0, dtype=float)
+    arr = _numbers(q0, "q0", "None, an SRDF group state name, a dict or an array of numbers")
     if arr.shape != (len(idx),) or not np.all(np.isfinite(arr)):
         raise ValueError(f"q0 must be a finite array of the robot joints' {len(idx)} positions "
                          f"(free base excluded), got shape {arr.shape}")
@@ -424,9 +571,7 @@ def _per_joint_values(R, joints, value, label):
     for jn, val in items:
         if not R.existJointName(jn) or R.getJointId(jn) not in joints:
             raise ValueError(f"{label}: no joint {jn!r} in the robot")
-        val = float(val)
-        if not (np.isfinite(val) and val >= 0):
-            raise ValueError(f"{label}[{jn!r}] must be finite and >= 0, got {val!r}")
+        val = _nonnegative(val, f"{label}[{jn!r}]")
         j = R.getJointId(jn)
         for iv in range(R.idx_vs[j], R.idx_vs[j] + R.nvs[j]):
             out[iv] = val
@@ -530,6 +675,11 @@ def add_robot(builder, robot, name=None, base=None, position=(0, 0, 0), rotation
     """Implementation of :meth:`cenic_gym.model.SceneBuilder.add_robot` (see there): load the robot's files,
     check everything, then merge its kinematic tree, limits, couplers and convex collision geometry."""
 
+    X_base = pin.SE3(_rotation(rotation), _vec3(position, "position"))  # the cheap checks first
+    material = _material(material)
+    for flag, value in (("self_collision", self_collision), ("fuse_capsules", fuse_capsules)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{flag} must be True or False, got {value!r}")
     rob = _load_robot_files(builder, robot, name, base, package_dirs, srdf)
     name, base, path, fmt, srdf, R, G = rob
     preset = PRESETS.get(robot) if isinstance(robot, str) and not Path(robot).exists() else (
@@ -537,9 +687,6 @@ def add_robot(builder, robot, name=None, base=None, position=(0, 0, 0), rotation
     if q0 is None and preset is not None and preset.q0 is not None and srdf is not None \
             and preset.q0 in srdf_group_states(srdf):  # the preset's named pose (if its SRDF has it)
         q0 = preset.q0
-    X_base = pin.SE3(_rotation(rotation), _vec3(position, "position"))
-    if not isinstance(material, ContactMaterial):
-        raise ValueError(f"material must be a ContactMaterial, got {material!r}")
 
     # -- everything that can fail, before the model is touched ----------------------------------------------
     free_roots = [j for j in range(1, R.njoints) if R.parents[j] == 0 and _is_free_joint(R.joints[j])]
@@ -547,13 +694,22 @@ def add_robot(builder, robot, name=None, base=None, position=(0, 0, 0), rotation
         raise ValueError(f"{path} has a free joint at its root ({R.names[free_roots[0]]!r}): use base='free'")
     if exclude_links is None:
         exclude_links = preset.exclude_links if preset is not None else ()
-    exclude_links = (exclude_links,) if isinstance(exclude_links, str) else tuple(exclude_links)
+    given = exclude_links
+    try:
+        exclude_links = (given,) if isinstance(given, str) else tuple(given)
+    except TypeError:
+        exclude_links = None
+    if exclude_links is None or not all(isinstance(ln, str) for ln in exclude_links):
+        raise TypeError(f"exclude_links must be a link name or a list of link names, got {given!r}")
     unknown = [ln for ln in exclude_links if not R.existFrame(ln)]
     if unknown:
         raise ValueError(f"exclude_links: no links {unknown} in {path}")
-    items = [_RobotGeom(go.name, shape_from_coal(go.geometry, go.name), go.parentJoint,
-                        R.frames[go.parentFrame].name, go.placement) for go in G.geometryObjects
-             if R.frames[go.parentFrame].name not in exclude_links]
+    try:
+        items = [_RobotGeom(go.name, shape_from_coal(go.geometry, go.name), go.parentJoint,
+                            R.frames[go.parentFrame].name, go.placement) for go in G.geometryObjects
+                 if R.frames[go.parentFrame].name not in exclude_links]
+    except ModelError as e:
+        raise ModelError(f"{path}: {e}") from None
     if fuse_capsules:
         items = _fuse_capsules(items)
     joints = [j for j in range(1, R.njoints) if j not in free_roots]

@@ -1,19 +1,28 @@
-"""The ``cenic-gym`` command.
+"""The ``cenic-gym`` command (also ``python -m cenic_gym``).
 
-    cenic-gym demo [--accuracy 1e-3] [--duration 2] [--out cenic_demo.png]   drop the clutter scene, print integrator
-                                                                              statistics, plot step size and real-time rate
-    cenic-gym scenes                                                          list the reference scenes
+    cenic-gym demo [--scene clutter] [--accuracy 1e-3] [--duration 2] [--out cenic_demo.png]
+                        simulate a reference scene, print integrator statistics, plot step size and real-time rate
+    cenic-gym scenes    list the reference scenes
+    cenic-gym --version print the installed version
+
+Every argument is checked before anything is simulated (argparse exits with status 2 naming the bad value); the
+folder of ``--out`` is created if it does not exist.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import numbers
+import os
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from . import scenes
-from .simulator import Simulator
+from . import __version__, scenes
+from .simulator import MAX_ACCURACY, Simulator
 
 SCENES = {
     "clutter": scenes.clutter,
@@ -23,24 +32,65 @@ SCENES = {
     "rolling_sphere": scenes.rolling_sphere,
     "free_fall": scenes.free_fall,
 }
+DESCRIPTIONS = {
+    "clutter": "20 boxes and spheres dropped into a bin (CENIC hard clutter)",
+    "sphere_drop": "a ball dropped from 1 m onto the ground (CENIC Fig. 8)",
+    "incline": "a box resting on a 20° incline, held by static friction (μ = 0.5)",
+    "sliding_box": "a box launched along the ground at 1 m/s, stopped by friction",
+    "rolling_sphere": "a sphere launched along the ground at 2 m/s: slides, then rolls (ICF §XI-B)",
+    "free_fall": "a sphere in free fall (no ground)",
+}
+
+WINDOW = 0.05  # [s] of simulated time per real-time-rate sample in the plot
+WARMUP = 1e-4  # [s] simulated by the throwaway warm-up simulator: one step loads (or compiles) every kernel
 
 
-def run_demo(scene="clutter", accuracy=1e-3, duration=2.0, window=0.05, out="cenic_demo.png"):
+@dataclass
+class DemoResult:
+    """sim: the timed simulator (run from t = 0 to the duration; its ``stats`` cover exactly that run);
+    window_ends [s] and rates: the real-time rate of each plot window (simulated / wall time); warmup_s: wall time
+    of building and stepping a throwaway simulator of the same scene first (numba compile, or cache load)."""
+
+    sim: Simulator
+    window_ends: np.ndarray
+    rates: np.ndarray
+    warmup_s: float
+
+
+def window_ends(duration, window=WINDOW):
+    """End times of the plot windows: every ``window`` s, the last one shortened to end exactly at ``duration``
+    (a duration shorter than a window is one window)."""
+    n = max(1, math.ceil(duration / window - 1e-9))
+    ends = np.minimum(np.arange(1, n + 1) * window, duration)
+    ends[-1] = duration
+    return ends
+
+
+def run_demo(scene="clutter", accuracy=1e-3, duration=2.0, window=WINDOW, out="cenic_demo.png"):
     """Simulate ``scene`` for ``duration`` s at ``accuracy``; write a CENIC Fig. 17-style plot (step size and
-    real-time rate over simulated time) to ``out``. Returns (simulator, per-window real-time rates)."""
+    real-time rate over simulated time) to ``out`` (None: no plot). Returns a :class:`DemoResult`.
+
+    A throwaway simulator of the same scene takes one short step first, so that the compiled kernels are loaded
+    (or compiled) before the timed simulator starts from t = 0: its statistics and rates exclude that time."""
     if scene not in SCENES:
         raise ValueError(f"unknown scene {scene!r}; choose one of {sorted(SCENES)}")
+    for name, value in (("accuracy", accuracy), ("duration", duration), ("window", window)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    w0 = time.perf_counter()
+    Simulator(SCENES[scene](), accuracy=accuracy).advance_to(min(WARMUP, duration))
+    warmup = time.perf_counter() - w0
     sim = Simulator(SCENES[scene](), accuracy=accuracy, record=True)
-    sim.advance_to(min(window, duration) * 1e-3)  # loads the compiled kernels before timing
-    times, rates = [], []
-    for t_end in np.arange(window, duration + 1e-12, window):
-        w0 = time.perf_counter()
-        t0 = sim.t
-        sim.advance_to(t_end)
-        times.append(t_end)
+    ends = window_ends(duration, window)
+    rates = []
+    for t_end in ends:
+        t0, w0 = sim.t, time.perf_counter()
+        sim.advance_to(float(t_end))
         rates.append((sim.t - t0) / max(time.perf_counter() - w0, 1e-12))
-    _plot(sim.history, times, rates, accuracy, scene, out)
-    return sim, np.array(rates)
+    rates = np.array(rates)
+    if out is not None:
+        _plot(sim.history, ends, rates, accuracy, scene, out)
+    return DemoResult(sim, ends, rates, warmup)
 
 
 def _plot(history, times, rates, accuracy, scene, out):
@@ -57,7 +107,7 @@ def _plot(history, times, rates, accuracy, scene, out):
     ax1.set_ylabel("step size δt [s]")
     ax1.legend(loc="lower right")
     ax1.set_title(f"CENIC, {scene}, ε = {accuracy:g}")
-    ax2.step(times, rates, where="pre")
+    ax2.stairs(rates, np.concatenate([[0.0], times]), baseline=None)  # one level per window
     ax2.axhline(1.0, color="k", lw=0.8, ls="--")
     ax2.set_yscale("log")
     ax2.set_ylabel("real-time rate")
@@ -67,34 +117,86 @@ def _plot(history, times, rates, accuracy, scene, out):
     plt.close(fig)
 
 
-def main(argv=None):
+def _positive(upper=None):
+    """argparse type: a finite float > 0 (and <= upper)."""
+
+    def parse(text):
+        try:
+            x = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (math.isfinite(x) and x > 0):
+            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+        if upper is not None and x > upper:
+            raise argparse.ArgumentTypeError(f"must be <= {upper:g}, got {text!r}")
+        return x
+
+    return parse
+
+
+def _check_out(p, out):
+    """Fail before simulating if the plot cannot be written to ``out``; create its folder if missing."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(out)
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    ext = path.suffix[1:].lower()
+    if path.is_dir():
+        p.error(f"argument --out: {out!r} is a directory; give a file name such as {str(path / 'cenic_demo.png')!r}")
+    if ext not in formats:
+        p.error(f"argument --out: {out!r} needs a plot file extension, one of "
+                f"{', '.join('.' + f for f in formats)}")
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        p.error(f"argument --out: cannot create the folder {str(folder)!r} for {out!r}: {e.strerror or e}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        p.error(f"argument --out: {out!r} is not writable")
+
+
+def build_parser():
     p = argparse.ArgumentParser(prog="cenic-gym", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="simulate a reference scene and plot step size / real-time rate")
-    d.add_argument("--scene", default="clutter", choices=sorted(SCENES))
-    d.add_argument("--accuracy", type=float, default=1e-3)
-    d.add_argument("--duration", type=float, default=2.0)
-    d.add_argument("--out", default="cenic_demo.png")
+    d = sub.add_parser("demo", help="simulate a reference scene and plot step size / real-time rate",
+                       description="Simulate a reference scene from rest, print the integrator statistics of the "
+                                   "timed run (a throwaway warm-up run loads the compiled kernels first) and plot "
+                                   "step size and real-time rate over simulated time.")
+    d.add_argument("--scene", default="clutter", choices=sorted(SCENES), help="reference scene (default: clutter)")
+    d.add_argument("--accuracy", type=_positive(MAX_ACCURACY), default=1e-3,
+                   help=f"ε: position error per step [m, rad], in (0, {MAX_ACCURACY:g}] (default: 1e-3)")
+    d.add_argument("--duration", type=_positive(), default=2.0,
+                   help=f"simulated time [s], > 0; sampled in windows of {WINDOW:g} s (default: 2)")
+    d.add_argument("--out", default="cenic_demo.png",
+                   help="plot file; its extension sets the format, its folder is created if missing "
+                        "(default: cenic_demo.png)")
     sub.add_parser("scenes", help="list the reference scenes")
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
     a = p.parse_args(argv)
     if a.cmd == "scenes":
-        for name, fn in SCENES.items():
-            print(f"{name:15s} {fn.__doc__.strip().splitlines()[0]}")
+        for name in SCENES:
+            print(f"{name:15s} {DESCRIPTIONS[name]}")
         return 0
-    try:
-        sim, rates = run_demo(a.scene, a.accuracy, a.duration, out=a.out)
-    except ValueError as e:
-        p.error(str(e))
-    st = sim.stats
-    print(f"{a.scene}: {a.duration:g} s simulated at accuracy {a.accuracy:g}")
+    demo_parser = next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)).choices["demo"]
+    _check_out(demo_parser, a.out)
+    r = run_demo(a.scene, a.accuracy, a.duration, out=a.out)
+    st, rates = r.sim.stats, r.rates
+    print(f"{a.scene}: {st.sim_time:g} s simulated at accuracy {a.accuracy:g}")
+    print(f"  warm-up (numba compile or cache load, not counted below) {r.warmup_s:.2f} s")
     print(f"  steps accepted {st.accepted}, rejected {st.rejected}, convex solves {st.solves}, "
           f"Newton iterations {st.newton_iters} ({st.newton_iters / max(st.solves, 1):.1f}/solve), "
           f"factorizations {st.factorizations}")
     print(f"  step size min {st.min_dt:.3g} s, max {st.max_dt:.3g} s; max penetration "
           f"{max(0.0, -st.min_signed_distance) * 1e3:.3f} mm")
     print(f"  wall {st.wall_total:.3f} s (geometry {st.wall_geometry:.3f}, dynamics {st.wall_dynamics:.3f}, "
-          f"solver {st.wall_solver:.3f}); real-time rate {st.sim_time / st.wall_total:.2f}x "
-          f"(min over {len(rates)} windows {rates.min():.2f}x)")
+          f"solver {st.wall_solver:.3f}); real-time rate {st.sim_time / max(st.wall_total, 1e-12):.2f}x "
+          f"(min over {len(rates)} window{'s' if len(rates) > 1 else ''} of {min(WINDOW, a.duration):g} s: "
+          f"{rates.min():.2f}x)")
     print(f"  plot written to {a.out}")
     return 0
 

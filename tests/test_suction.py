@@ -31,19 +31,52 @@ def test_shipped_urdfs_are_the_generator_output():
     assert DEFAULT_URDF.is_file()
 
 
-def test_force_law_matches_the_documented_model():
-    c = D_SAT / D_CUT
-    for d in (-1e-3, 0.0, 0.5 * D_SAT, D_SAT):
-        assert suction_force(d) == F_MAX
-    for d in (0.006, 0.01, 0.02, 0.049):
-        assert suction_force(d) == pytest.approx(F_MAX * (D_SAT / d - c) / (1 - c), rel=1e-14)
-    assert suction_force(D_CUT) == 0.0 and suction_force(1.0) == 0.0
-    assert suction_force(D_CUT * (1 - 1e-9)) == pytest.approx(0.0, abs=1e-6)  # continuous at the cut-off
-    d = np.linspace(0.0, 0.06, 601)
-    assert np.all(np.diff(suction_force(d)) <= 0)  # non-increasing
-    assert suction_force(0.01, f_max=10.0, d_sat=0.002, d_cut=0.1) == pytest.approx(10 * (0.2 - 0.02) / 0.98)
-    with pytest.raises(ValueError):
-        suction_force(0.01, d_sat=0.06, d_cut=0.05)
+@pytest.mark.parametrize("g0", [0.035, 0.045])
+def test_cups_on_their_springs_settle_where_spring_and_pull_balance(g0):
+    """A 2 kg box on the ground, its top g0 below the cup mouths: the pull (≤ 4 × 3.5 N) cannot lift it, so each
+    cup is drawn down on its bellows spring until spring and suction balance — a static equilibrium that the
+    simulation must find on its own (implicit springs and gantry PD, explicit-predictor suction, ground contact).
+
+    The pull is the law of the module docstring, built here from its physical description: inversely proportional
+    to the distance, f = A/d + B, continuous at f(d_sat) = f_max (sealed cup) and f(d_cut) = 0. Force balance per
+    cup (bellows k_s = 1000 N/m, q_d = 0, cup mass m_c): k_s x = f(d) + m_c g; the stiff gantry PD (K_g = 2e4 N/m,
+    weight compensated) yields by 4 f(d)/K_g; the box sinks into the ground by (m g − 4 f)/(4 k_pair). Hence the gap
+    solves d = g0 − (f(d) + m_c g)/k_s − 4 f(d)/K_g + (m g − 4 f(d))/(4 k_pair), a stable root where
+    |f'(d)|(1/k_s + 4/K_g) < 1 (30.61 mm for g0 = 35 mm, 43.97 mm for 45 mm). Measured after 1 s at ε = 1e-4: gap,
+    cup and gantry joints equal to 1e-9 m; the pull on the box read from the ground reaction (m g − Σ f_n)/4 equals
+    f(d) to 1e-7 (relative), and so does the pull on the cups read from their springs."""
+    from scipy.optimize import brentq
+
+    from cenic_gym.suction import CUP_MASS, GANTRY_KP, SPRING_KP
+
+    g, m_box = 9.81, 2.0
+    A = F_MAX / (1.0 / D_SAT - 1.0 / D_CUT)
+
+    def pull(d):
+        return F_MAX if d <= D_SAT else (A / d - A / D_CUT if d < D_CUT else 0.0)
+
+    k_pair = 0.5 * 1e5  # box and ground: the scene's material (k = 1e5 N/m) on both sides, in series
+    d_star = brentq(lambda d: d - (g0 - (pull(d) + CUP_MASS * g) / SPRING_KP - 4 * pull(d) / GANTRY_KP
+                                   + (m_box * g - 4 * pull(d)) / (4 * k_pair)), 0.02, g0)
+    f = pull(d_star)
+    assert 0.5 < f < 4.0 and 4 * f < m_box * g
+    assert A / d_star**2 * (1 / SPRING_KP + 4 / GANTRY_KP) < 1  # |f'(d)| small enough: a stable equilibrium
+
+    sc = suction_scene(gap=g0, box_mass=m_box, tool_z=0.05 + g0 + 0.025)  # the box (5 cm tall) stands on the ground
+    s = sc.system
+    cups = s.robot_q_indices("gripper", [f"cup_{i}" for i in range(4)])
+    z = s.robot_q_indices("gripper", ["z"])[0]
+    sim = Simulator(s, external=sc.external, accuracy=1e-4)
+    sim.advance_to(1.0)
+    q = sim.q
+    np.testing.assert_allclose(sc.mouth_heights(q) - sc.box_top(q), d_star, atol=1e-7)
+    np.testing.assert_allclose(q[cups], -(f + CUP_MASS * g) / SPRING_KP, atol=1e-7)
+    assert q[z] == pytest.approx(-4 * f / GANTRY_KP, abs=1e-7)
+    ground = sim.contact_results()
+    assert ground.phi.size == 4  # the box's four bottom corners, nothing else touches
+    assert (m_box * g - ground.force[:, 2].sum()) / 4 == pytest.approx(f, rel=1e-5)
+    assert -SPRING_KP * q[cups].mean() - CUP_MASS * g == pytest.approx(f, rel=1e-5)
+    assert np.linalg.norm(sim.body_velocity("box")[0]) < 1e-6
 
 
 @pytest.mark.parametrize("g", [0.004, 0.01, 0.03])

@@ -15,6 +15,7 @@ CENIC (100 Hz samples), a profile of cenic-gym where it is slower than Drake, a 
 
 --quick: ε ∈ {1e-2, 1e-3, 1e-4} and agreement at ε = 1e-4 only (≈ 2–3 min on 2 cores); the full run sweeps
 ε ∈ {1e-1 … 1e-5} and adds agreement at ε = 1e-6 (≈ 10 min).
+--agreement-study: only the convergence study behind the agreement tolerance (AGREE_FIT below; ≈ 15 min), printed.
 """
 from __future__ import annotations
 
@@ -68,6 +69,76 @@ TIGHT_GYM_EPS = 1e-5  # reference for chaotic scenes (clutter)
 REPEATS = 3
 SLOW_RUN_S = 8.0  # a timed run slower than this is not repeated
 SAMPLE_HZ = 100.0
+
+# ---------------------------------------------------------------------------------------------------------------
+# Agreement criterion cenic-gym vs Drake CENIC: a tolerance measured by a convergence study, not assumed
+# ---------------------------------------------------------------------------------------------------------------
+# Δ(ε) = max over the 100 Hz samples of the distance between the two engines' compared coordinates (agreement()).
+# Both engines run the same first-order method, so Δ is the difference of two step sequences that converge to
+# the same solution; it shrinks with ε, but how fast, and how much it scatters with the accidental alignment of
+# the two step sequences (bounce or limit times falling at different places of a step), is a property of each
+# scene that has to be measured. ``run.py --agreement-study`` does that: Δ at AGREE_STUDY_EPS (61 accuracies,
+# 12 per decade plus 4 per decade, 1e-3 … 1e-7), a least-squares fit log Δ = log C + p log ε per scene, and
+# r = the largest measured Δ over the fit. The criterion is
+#
+#     Δ(ε) ≤ AGREE_MARGIN · r · C ε^p,   AGREE_MARGIN = 1.5,   only for ε inside the studied range
+#
+# (outside it, or for a scene without a fit, the verdict is "no criterion"). r covers the scatter seen over the
+# 61 accuracies; the margin covers accuracies between them and code changes that legitimately shift the step
+# sequences (the scatter is heavy-tailed: the largest ratio is up to 2.3x the second largest, below).
+#
+# Study of 2026-11-23 (drake 1.51.1, cenic-gym at git 9d8019a + working tree; both engines are deterministic, so
+# a rerun reproduces these numbers until either changes). Fit over 1e-7 ≤ ε ≤ 1e-3:
+#   scene               C          p       r (Δ/fit: largest; next)   Δ at 1e-4 / 1e-6     tolerance at 1e-4 / 1e-6
+#   sphere drop         18.48      0.701   5.64 (3.59, 3.44)           3.3e-2 / 1.1e-3 m    0.25 / 9.7e-3 m
+#   sphere drop damped  5.833      0.650   3.10 (2.93, 2.52)           2.0e-2 / 6.2e-4 m    6.8e-2 / 3.4e-3 m
+#   incline stick       1.453e-8   -0.115  3.18 (1.40, 1.34)           4.0e-8 / 7.5e-8 m    2.0e-7 / 3.4e-7 m
+#   incline slide       7.159e-10  -0.622  30.3 (26.8, 8.95)           1.2e-7 / 2.1e-6 m    1.0e-5 / 1.8e-4 m
+#   panda pd            3.12       0.415   1.43 (1.32, 1.30)           6.9e-2 / 1.1e-2 rad  0.15 / 2.2e-2 rad
+# The ball drops converge like ε^0.65–0.70, the arm like ε^0.41 (its effort-limited PD is linearized per solve
+# here and per step in Drake: two consistent first-order schemes, see the README); on the inclines the two engines
+# compute the same discrete trajectory and Δ stays at the Newton-tolerance / round-off level (the slide's
+# excursions to ~1e-5 m are ε where the two step sequences part: a step size or rejection decided differently).
+#
+# This replaces the earlier tolerance 2Nε (N = the larger accepted step count: "each run's global error is at
+# most the sum of its N local errors"). Measured over the same 61 accuracies it was both too loose and too tight:
+# 20 to 1e7 times (median 1e4) the measured Δ on the inclines, while the correct pair exceeded it on the undamped
+# ball drop (3.7e-2 > 3.2e-2 m at ε = 1.2e-5, 0.29 > 0.22 m at 4.6e-4), and it falls like ε^0.5 where the arm's
+# Δ falls like ε^0.41 (so it would fail the arm below ε ≈ 1e-8). Whether a criterion can fail was checked by
+# giving only cenic-gym a slightly different model (Drake unchanged) and measuring Δ at ε = 1e-4 / 1e-6:
+#   change (cenic-gym side only)             Δ at 1e-4 / 1e-6      2Nε fails at      this criterion fails at
+#   damped drop: H&C d +10 % (0.2 → 0.22)      7.1e-2 / 7.3e-2 m     1e-6              1e-4, 1e-6
+#   undamped drop: d 0 → 0.02 s/m              0.43 / 0.40 m         1e-4, 1e-6        1e-4, 1e-6
+#   incline stick: μ −10 % (still sticks)      6.3e-5 / 6.8e-5 m     never             1e-4, 1e-6
+#   incline stick: stiction tolerance ×2       2.1e-4 / 2.1e-4 m     never             1e-4, 1e-6
+#   incline slide: μ +0.5 %                    6.9e-3 / 6.9e-3 m     1e-6              1e-4, 1e-6
+#   incline slide: μ +2 %                      2.8e-2 / 2.8e-2 m     1e-4, 1e-6        1e-4, 1e-6
+#   panda: PD gains +2 % / effort limits −2 %  0.12, 0.10 / 8.3e-2, 6.6e-2 rad   1e-6   1e-6
+#   drops: contact k +5 % / ball mass +5 %     ≤ 5.8e-2 / ≤ 7.4e-3 m  never            never
+# (The last row changes the brief contacts of a bouncing ball too little to show against the phase scatter of
+# the bounces; the tests in tests/test_physics.py and tests/test_materials.py check stiffness against analytic
+# answers instead.)
+AGREE_MARGIN = 1.5
+AGREE_FIT = {  # scene: (C, p, r) of the study above
+    "sphere drop": (18.48, 0.701, 5.64),
+    "sphere drop damped": (5.833, 0.6503, 3.10),
+    "incline stick": (1.453e-08, -0.1154, 3.18),
+    "incline slide": (7.159e-10, -0.622, 30.26),
+    "panda pd": (3.12, 0.4149, 1.43),
+}
+AGREE_STUDY_EPS = sorted({float(f"{10 ** (-3 - k / 4):.4g}") for k in range(17)}
+                         | {float(f"{10 ** (-3 - k / 12):.6g}") for k in range(49)})
+AGREE_FIT_RANGE = (AGREE_STUDY_EPS[0], AGREE_STUDY_EPS[-1])
+
+
+def agreement_tolerance(scene, eps):
+    """The largest acceptable Δ for ``scene`` at accuracy ``eps`` (see AGREE_FIT), or None: no criterion."""
+    fit = AGREE_FIT.get(scene)
+    lo, hi = AGREE_FIT_RANGE
+    if fit is None or not lo * (1 - 1e-9) <= eps <= hi * (1 + 1e-9):
+        return None
+    C, p, r = fit
+    return AGREE_MARGIN * r * C * eps**p
 
 ENGINES = ["cenic-gym", "Drake CENIC", "Drake SAP", "MuJoCo matched", "MuJoCo default"]
 
@@ -288,29 +359,49 @@ def agreement(sc, system, eps_list, log, ctrl=None):
         d = np.array([coords_of(sc, system, q, ctrl) for q in dq])
         dev = np.max(np.linalg.norm(g - d, axis=2), axis=1)
         i = int(np.argmax(dev))
-        n = max(sim.stats.accepted, cnt["accepted"])
         row = dict(scene=sc.name, eps=eps, max_dev=float(dev[i]), t_max=float(times[i]), final_dev=float(dev[-1]),
                    gym_steps=(sim.stats.accepted, sim.stats.rejected), drake_steps=(cnt["accepted"], cnt["rejected"]),
-                   tol=2.0 * n * eps)
+                   tol=agreement_tolerance(sc.name, eps))
         if ref_traj is not None:
             row["gym_err"] = float(np.max(np.abs(g[:, 0, 2] - ref_traj)))
             row["drake_err"] = float(np.max(np.abs(d[:, 0, 2] - ref_traj)))
         if ctrl is not None:
             g2, _ = gym_samples(eps, gym_gains_drake_style(ctrl))
             row["drake_style_dev"] = float(np.max(np.linalg.norm(g2 - d, axis=2)))
-        row["pass"] = row["max_dev"] <= row["tol"]
+        row["pass"] = None if row["tol"] is None else bool(row["max_dev"] <= row["tol"])
         out.append(row)
+        tol = "no criterion" if row["tol"] is None else f"{row['tol']:.2e}"
         log(f"  agreement ε={eps:.0e}: max|Δx| = {row['max_dev']:.3e} m at t = {row['t_max']:.2f} s "
-            f"(tol 2Nε = {row['tol']:.2e}) steps gym {row['gym_steps']} drake {row['drake_steps']}"
+            f"(tolerance {tol}) steps gym {row['gym_steps']} drake {row['drake_steps']}"
             + (f"; vs exact: gym {row['gym_err']:.3e}, drake {row['drake_err']:.3e}" if ref_traj is not None else "")
             + (f"; gym with Drake-style PD linearization: {row['drake_style_dev']:.3e}" if ctrl is not None else ""))
     return out
 
 
+def agreement_study(scenarios, log):
+    """Δ(ε) of every agreement scene over AGREE_STUDY_EPS and its fit (C, p, r) (see AGREE_FIT); printed."""
+    fits = {}
+    for sc in scenarios:
+        if not sc.agreement:
+            continue
+        system = sc.factory()
+        ctrl = sc.controller(system) if sc.controller else None
+        rows = agreement(sc, system, AGREE_STUDY_EPS, log, ctrl)
+        e = np.array([r["eps"] for r in rows])
+        d = np.array([r["max_dev"] for r in rows])
+        p, c = np.polyfit(np.log10(e), np.log10(d), 1)
+        ratios = np.sort(d / (10**c * e**p))[::-1]
+        fits[sc.name] = (float(f"{10**c:.4g}"), round(float(p), 4), round(float(ratios[0]), 2))
+        log(f"{sc.name}: C = {10**c:.4g}, p = {p:.4f}, largest ratios Δ/fit {np.round(ratios[:3], 2).tolist()}")
+    log("AGREE_FIT = " + repr(fits))
+    return fits
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Profile of cenic-gym where it is slower than Drake
 # ---------------------------------------------------------------------------------------------------------------
-def profile_gym(sc, eps=1e-3, top=12):
+def profile_gym(sc, eps=1e-3, top=12, write=True):
+    """cProfile listing of cenic-gym on ``sc``; written to PROFILES unless ``write`` is False (--no-write)."""
     system = sc.factory()
     Simulator(system, accuracy=eps).advance_to(min(0.05, sc.t_end))
     sim = Simulator(system, accuracy=eps)
@@ -321,10 +412,11 @@ def profile_gym(sc, eps=1e-3, top=12):
     s = io.StringIO()
     st = pstats.Stats(pr, stream=s)
     st.sort_stats("tottime").print_stats(top)
-    PROFILES.mkdir(exist_ok=True)
     slug = re.sub(r"[^a-z0-9]+", "_", sc.name.lower()).strip("_")
     path = PROFILES / f"{slug}_tottime.txt"
-    path.write_text(s.getvalue())
+    if write:
+        PROFILES.mkdir(exist_ok=True)
+        path.write_text(s.getvalue())
     entries = []
     total = sum(v[2] for v in st.stats.values())
     for (fname, line, func), (cc, nc, tt, ct, callers) in sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:6]:
@@ -401,7 +493,7 @@ def mapping_table(results):
 
 
 def agreement_table(results):
-    head = ("| scene | ε | max ‖Δx‖ gym vs Drake [m or rad] | at t [s] | ‖Δx‖ at T | tolerance 2Nε | verdict "
+    head = ("| scene | ε | max ‖Δx‖ gym vs Drake [m or rad] | at t [s] | ‖Δx‖ at T | tolerance (fitted) | verdict "
             "| gym vs exact [m] | Drake vs exact [m] | steps gym (acc/rej) | steps Drake (acc/rej) "
             "| gym with Drake-style PD linearization vs Drake |")
     lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
@@ -410,8 +502,10 @@ def agreement_table(results):
             ge = f"{a['gym_err']:.3e}" if "gym_err" in a else "–"
             de = f"{a['drake_err']:.3e}" if "drake_err" in a else "–"
             ds = f"{a['drake_style_dev']:.3e}" if "drake_style_dev" in a else "–"
+            tol, verdict = (("–", "no criterion") if a["tol"] is None else
+                            (f"{a['tol']:.2e}", "agree" if a["pass"] else "**exceeds**"))
             lines.append(f"| {a['scene']} | {a['eps']:.0e} | {a['max_dev']:.3e} | {a['t_max']:.2f} "
-                         f"| {a['final_dev']:.3e} | {a['tol']:.2e} | {'agree' if a['pass'] else '**exceeds**'} "
+                         f"| {a['final_dev']:.3e} | {tol} | {verdict} "
                          f"| {ge} | {de} | {a['gym_steps'][0]}/{a['gym_steps'][1]} "
                          f"| {a['drake_steps'][0]}/{a['drake_steps'][1]} | {ds} |")
     return "\n".join(lines)
@@ -505,6 +599,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="ε ∈ {1e-2, 1e-3, 1e-4}, agreement at 1e-4 only")
     ap.add_argument("--no-write", action="store_true", help="print only; do not touch RESULTS.md, plot, json")
     ap.add_argument("--scenes", default="", help="comma-separated subset of scene names")
+    ap.add_argument("--agreement-study", action="store_true",
+                    help="only the convergence study behind the agreement tolerance (AGREE_FIT); prints only")
     args = ap.parse_args(argv)
 
     eps_list = EPS_QUICK if args.quick else EPS_FULL
@@ -522,6 +618,9 @@ def main(argv=None):
     if args.scenes:
         wanted = {s.strip() for s in args.scenes.split(",")}
         scs = [s for s in scs if s.name in wanted]
+    if args.agreement_study:
+        agreement_study(scs, log)
+        return 0
     results = [run_scenario(sc, eps_list, agree_eps, budget, log) for sc in scs]
 
     slower = []
@@ -535,7 +634,7 @@ def main(argv=None):
         for old in PROFILES.glob("*_tottime.txt"):  # listings of an earlier run
             old.unlink()
     for _, sc in sorted(slower, key=lambda x: -x[0])[:2]:
-        profiles[sc.name] = profile_gym(sc)
+        profiles[sc.name] = profile_gym(sc, write=not args.no_write)
 
     total = time.perf_counter() - t_start
     load1 = os.getloadavg()[0]
@@ -582,9 +681,10 @@ def main(argv=None):
     parts += ["### Trajectory agreement: cenic-gym vs Drake CENIC", "",
               f"Both advanced in {1e3 / SAMPLE_HZ:g} ms chunks (`advance_to` / `AdvanceTo` land on each sample, so "
               "the step sequences differ from the timed runs); ‖Δx‖ is the distance between the body origins. "
-              "Tolerance 2Nε: each run's global error is at most the sum of its N local errors (each ≤ ε) when errors "
-              "are not amplified, so two correct implementations differ by at most 2Nε (N = the larger accepted step "
-              "count). The exact 1-D solution shows the common error (numerical dissipation) that this comparison "
+              "Tolerance: AGREE_MARGIN · r · C ε^p from a convergence study of this difference over 61 accuracies "
+              "(1e-3 … 1e-7) per scene: C ε^p is the least-squares fit, r the largest measured ratio to it "
+              "(`run.py --agreement-study`; the numbers, and why it replaced 2Nε, are in `run.py` at AGREE_FIT). "
+              "The exact 1-D solution shows the common error (numerical dissipation) that this comparison "
               "cancels. The arm compares its 7 joint angles [rad]; its last column re-runs cenic-gym with the PD "
               "linearized the way Drake's CENIC does it (once per attempted step at x^n with the full δt, reused for "
               "both half steps; cenic-gym linearizes per solve), which isolates that difference.", "",

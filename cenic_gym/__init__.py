@@ -7,6 +7,7 @@ exact line search), :mod:`~cenic_gym.cenic` (the error-controlled integrator), :
 (implicit controllers and force elements), :mod:`~cenic_gym.robots` (robot model files), :mod:`~cenic_gym.simulator`
 (API).
 """
+from . import _numba_cache  # noqa: F401  (first: keys the kernels' numba cache by the sources they import)
 from .cenic import IntegratorStats
 from .errors import AccuracyNotMetError, CenicError, ModelError, SimulationError, SolverFailure
 from .external import ExternalSystem, InverseDynamicsPD, JointPD, JointPID
@@ -15,7 +16,28 @@ from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Coupler, Cylinder
 from .simulator import SimState, Simulator
 from .suction import SuctionGripper
 
-__version__ = "0.1.0"
+
+def _version():
+    """The version in pyproject.toml (the single source): from the installed package's metadata; for a source
+    checkout used without installing, read from the pyproject.toml beside the package; else "0+unknown"."""
+    import importlib.metadata
+    import os
+    import re
+
+    try:
+        return importlib.metadata.version("cenic-gym")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")) as f:
+            text = f.read()
+    except OSError:
+        return "0+unknown"
+    m = re.search(r'(?ms)^\[project\]\s*$.*?^version\s*=\s*"([^"]+)"', text)
+    return m.group(1) if m else "0+unknown"
+
+
+__version__ = _version()
 
 
 def _register_envs():
@@ -24,7 +46,8 @@ def _register_envs():
 
     specs = [("CenicFranka-v0", "franka_box:FrankaBoxEnv", 200, {}),
              ("CenicFrankaGoal-v0", "franka_box:FrankaBoxEnv", 200, {"goal_conditioned": True,
-                                                                    "reward_type": "sparse"})]
+                                                                    "reward_type": "sparse"}),
+             ("CenicQuadruped-v0", "quadruped:QuadrupedEnv", 1000, {})]
     for env_id, entry, steps, kwargs in specs:
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=f"cenic_gym.envs.{entry}", max_episode_steps=steps,

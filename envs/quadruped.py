@@ -1,0 +1,523 @@
+"""CenicQuadruped-v0: a Unitree Go1 tracks a velocity command (v_x, v_y, ω_z) on flat ground.
+
+Scene: the Go1 (example-robot-data: free base, 12 revolute joints, primitive collision shapes for every link, the
+9 sensor boxes dropped) on a half-space; every leg joint under an implicit effort-limited joint PD integrated inside
+each convex CENIC step. Robot and ground share one contact material (pair stiffness k/2, pair friction μ).
+Shape after MuJoCo Playground's ``locomotion/go1/joystick.py`` (rewards, command sampling, pushes) and
+``randomize.py`` (domain randomization); constants in :mod:`go1_constants`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+from gymnasium import spaces
+
+from cenic_gym import ContactMaterial, JointPD, SceneBuilder, Simulator
+from cenic_gym.env import CenicEnv
+
+from . import go1_constants as gc
+
+
+def default_config():
+    """Every number of the task (SI units: m, kg, s, rad), overridable by constructor kwargs."""
+    return dict(
+        control_period=0.02,  # 50 Hz (Playground's ctrl_dt)
+        action_scale=0.3,  # joint target offset from NOMINAL [rad] at |a| = 1
+        kp=gc.KP, kd=gc.KD,  # joint PD [N m/rad], [N m s/rad]
+        armature=(gc.HIP_ARMATURE, gc.KNEE_ARMATURE),  # reflected rotor inertia (hip & thigh, knee) [kg m²]
+        # Contact: robot and ground share k, d, μ, so a pair has k/2 = 5e5 N/m and μ: a standing foot sags
+        # 13 kg · 9.81 / 4 / 5e5 = 0.06 mm. Chosen for the 2 mm penetration bound of random actions (falls on
+        # thighs and trunk): 1e5 per geometry (scenes.go1_on_ground) gives 2-3 mm, 2e5 up to 2.1 mm, 1e6 < 1 mm,
+        # at the same number of CENIC steps. Dissipation 10 s/m (Hunt-Crossley): scenes.go1_on_ground.
+        stiffness=1e6, dissipation=10.0,
+        friction=1.0,  # μ_static = μ_dynamic of robot and ground (rubber feet; scenes.go1_on_ground)
+        spawn_height=0.30,  # base height [m] the robot is dropped from once, at construction, to find its stance
+        settle_time=3.0,  # simulated seconds of that drop: every episode starts from the settled stance
+        start_yaw=(-math.pi, math.pi),  # uniform base yaw at reset (Playground)
+        # uniform ± half-widths of the start velocity: base linear (world x, y, z) [m/s], angular (base) [rad/s]
+        # (Playground draws all six in ±0.5; vertical ±0.1 here: ±0.5 m/s down is a landing, not a start)
+        start_velocity=(0.5, 0.5, 0.1, 0.5, 0.5, 0.5),
+        command_range=(1.5, 0.8, 1.2),  # |v_x| [m/s], |v_y| [m/s], |ω_z| [rad/s] maxima (Playground's `a`)
+        command_nonzero_prob=(0.9, 0.25, 0.5),  # each component is U(±range) with this probability, else 0 (`b`)
+        command_resample_mean=5.0,  # command held for Exp(mean) seconds, then redrawn (Playground: Exp · 5 s)
+        tracking_sigma=0.25,  # σ of the exp(−e²/σ) tracking rewards [(m/s)², (rad/s)²]
+        air_time_target=0.1,  # feet_air_time rewards swing phases longer than this [s] (Playground)
+        contact_force=1.0,  # a foot is in contact when its normal force exceeds this [N]
+        flip_tilt=math.pi / 2,  # terminate when the base z axis tilts more than this from vertical [rad]
+        tracking_window=0.5,  # time constant [s] of the velocity average evaluate() compares with the command
+        success_lin_vel=0.25, success_ang_vel=0.5,  # success: averaged tracking errors below these [m/s, rad/s]
+        # reward = Σ scale · term · control_period (Playground's weights per second)
+        reward_scales=dict(tracking_lin_vel=1.0, tracking_ang_vel=0.5, lin_vel_z=-0.5, ang_vel_xy=-0.05,
+                           orientation=-5.0, torques=-0.0002, action_rate=-0.01, feet_air_time=0.1,
+                           foot_slip=-0.1, termination=-1.0),
+        # domain randomization (Playground's randomize.py unless noted), drawn per episode when enabled
+        randomization=dict(friction=(0.4, 1.0),  # robot and ground μ (so the pair's μ)
+                           link_mass_scale=(0.9, 1.1),  # every rigid body's mass and inertia, independently
+                           base_mass_add=(-1.0, 1.0),  # [kg] added to the base (after scaling)
+                           base_com_offset=(-0.05, 0.05),  # [m] per axis, base centre of mass
+                           kp_scale=(0.9, 1.1), kd_scale=(0.9, 1.1)),  # motor gains, all joints alike (ours)
+        pushes=False,  # velocity kicks of the base at random times
+        push_interval=(1.0, 3.0),  # seconds between kicks, uniform (Playground's kick_wait_times)
+        push_velocity=(0.0, 1.0),  # horizontal Δv [m/s], uniform magnitude, uniform direction (Playground's
+        #                            kick of up to 3 m/s over a half-sine force profile is a Δv of 3/π ≈ 1 m/s)
+        privileged_obs=False,  # True: Dict observation {"policy": (48,), "critic": (88,)}
+    )
+
+
+def randomize(config, rng):
+    """Per-episode physical parameters: nominal, or draws from ``config["randomization"]`` when
+    ``domain_randomization`` is on (a dict there overrides some ranges). ``link_mass_scale`` is one scale per rigid
+    body of the robot (13: base and 12 leg links), in model order."""
+    dr = config["domain_randomization"]
+    ranges = config["randomization"] if dr is True else ({**config["randomization"], **dr} if dr else None)
+    if not ranges:
+        return dict(friction=config["friction"], link_mass_scale=tuple(np.ones(13)), base_mass_add=0.0,
+                    base_com_offset=(0.0, 0.0, 0.0), kp_scale=1.0, kd_scale=1.0)
+    return dict(friction=float(rng.uniform(*ranges["friction"])),
+                link_mass_scale=tuple(rng.uniform(*ranges["link_mass_scale"], size=13)),
+                base_mass_add=float(rng.uniform(*ranges["base_mass_add"])),
+                base_com_offset=tuple(rng.uniform(*ranges["base_com_offset"], size=3)),
+                kp_scale=float(rng.uniform(*ranges["kp_scale"])), kd_scale=float(rng.uniform(*ranges["kd_scale"])))
+
+
+def go1_scene(config=None, height=None):
+    """The Go1 at its nominal pose with its base ``height`` [m] (default ``spawn_height``) above a flat ground, and
+    the leg PD (effort limits from the URDF) holding that pose: (MultibodySystem, JointPD). The ground geometry is
+    named ``"ground"``."""
+    c = {**default_config(), **(config or {})}
+    mat = ContactMaterial(stiffness=c["stiffness"], dissipation=c["dissipation"], mu_static=c["friction"],
+                          mu_dynamic=c["friction"])
+    b = SceneBuilder()
+    b.add_ground(mat, name="ground")
+    b.add_robot("go1", name=gc.ROBOT, position=(0.0, 0.0, c["spawn_height"] if height is None else height),
+                material=mat, q0=gc.NOMINAL, armature=gc.armature(*c["armature"]))
+    system = b.build()
+    pd = JointPD(system, system.robot_v_indices(gc.ROBOT, gc.JOINTS), kp=c["kp"], kd=c["kd"], q_d=gc.NOMINAL)
+    return system, pd
+
+
+def rotation(quat_xyzw):
+    """Rotation matrix of a unit quaternion (x, y, z, w)."""
+    x, y, z, w = quat_xyzw
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+class QuadrupedEnv(CenicEnv):
+    """## Description
+
+    A Unitree Go1 (12 actuated joints, 13 kg) on flat ground tracks a velocity command: forward and lateral speed
+    and yaw rate in its own frame, redrawn at random times. Physics is CENIC at accuracy ε (default 1e-3): each
+    0.02 s step (50 Hz) sets new joint targets, then the simulator advances under an implicit, effort-limited joint
+    PD (35 N m/rad, 0.5 N m s/rad; 23.7 / 35.55 N m limits from the URDF) integrated inside every convex contact
+    step, with as many adaptive substeps as the accuracy needs. Every link collides with the ground (primitive
+    shapes), so a fall is a fall: knees, thighs and trunk touch down.
+
+    ## Action space
+
+    ``Box(-1, 1, (12,), float32)``; out-of-range values are clipped, NaN or a wrong shape raise ``ValueError``.
+    Joint targets q_d = NOMINAL + 0.3 rad × a (``action_scale``), clipped to the joint limits; order FL, FR, RL, RR,
+    each (hip abduction, thigh, calf). NOMINAL = (∓0.1, 0.9, −1.8) rad per leg (left legs −0.1).
+
+    ## Observation space
+
+    ``Box(-inf, inf, (48,), float32)``, base frame (x forward, z up) unless noted:
+
+    | index | observation                                  | unit  | noise std at obs_noise=1 |
+    |-------|----------------------------------------------|-------|--------------------------|
+    | 0–2   | base linear velocity                         | m/s   | 0.1                      |
+    | 3–5   | base angular velocity                        | rad/s | 0.2                      |
+    | 6–8   | projected gravity Rᵀ(0, 0, −1)               | –     | 0.05                     |
+    | 9–20  | joint positions − NOMINAL                    | rad   | 0.03                     |
+    | 21–32 | joint velocities                             | rad/s | 1.5                      |
+    | 33–44 | last applied action (= the previous action, unless ``action_delay`` > 0) | – | 0 |
+    | 45–47 | command (v_x, v_y, ω_z)                       | m/s, rad/s | 0                  |
+
+    With ``privileged_obs=True`` the observation is ``Dict(policy=Box((48,)), critic=Box((88,)))`` (asymmetric
+    actor-critic; noise only on "policy"). critic: 0–47 the policy observation without noise; 48 base height [m];
+    49–52 foot contacts (0/1; FL, FR, RL, RR); 53–64 foot contact forces on the feet, world frame [N] (3 per foot);
+    65–76 foot velocities, world frame [m/s]; 77–80 feet air times [s]; 81 friction μ; 82 K_p scale; 83 K_d
+    scale; 84 base mass [kg]; 85–87 base centre of mass in the base frame [m]. ``privileged_obs=False`` (default)
+    keeps the flat Box that plain SB3 policies take.
+
+    ## Rewards
+
+    reward = Σ_k scale_k · term_k · Δt, Δt = 0.02 s (``info["reward/<k>"]`` holds each scaled term; weights per
+    second in ``reward_scales``, Playground's joystick). v, ω: base frame unless noted; c: the command the step was
+    acting on; σ = 0.25.
+
+    - tracking_lin_vel (1.0): exp(−‖c_xy − v_xy‖² / σ)
+    - tracking_ang_vel (0.5): exp(−(c_ωz − ω_z)² / σ)
+    - lin_vel_z (−0.5): v_z² (world)
+    - ang_vel_xy (−0.05): ω_x² + ω_y² (world)
+    - orientation (−5.0): g_x² + g_y² of the projected gravity (sin² of the tilt)
+    - torques (−0.0002): ‖τ‖₂ + ‖τ‖₁, τ the 12 joint torques the PD applied (``Simulator.applied_effort``) [N m]
+    - action_rate (−0.01): ‖a − a_prev‖²
+    - feet_air_time (0.1): Σ_feet (t_air − 0.1 s) at each touchdown, when ‖c‖ > 0.01
+    - foot_slip (−0.1): Σ_feet in contact (slip speed at the foot–ground contact)² [(m/s)²] (the contact solver's)
+    - termination (−1.0): 1 on the step the episode terminates
+
+    ## Success
+
+    ``info["is_success"]`` (``evaluate()``): not fallen, and the base velocity averaged over 0.5 s (exponential
+    window) tracks the command within 0.25 m/s (v_x, v_y) and 0.5 rad/s (ω_z).
+
+    ## Starting state
+
+    Built once: the robot is dropped from a base height of 0.30 m at NOMINAL under the PD and settles for 3 s; every
+    episode starts from that stance (base ≈ 0.26 m) at the origin, yaw U(−π, π), base velocity U(±0.5, ±0.5, ±0.1)
+    m/s (world) and U(±0.5) rad/s (base frame), PD targets at NOMINAL. Command: each of (v_x, v_y, ω_z) is
+    U(±(1.5, 0.8, 1.2)) with probability (0.9, 0.25, 0.5), else 0; it is redrawn after Exp(5 s) (rounded to
+    steps, at least one) — ``reset(options={"command": (v_x, v_y, ω_z)})`` fixes it for the episode instead.
+    With ``domain_randomization``: friction μ U(0.4, 1.0) (robot and ground), each rigid body's mass and inertia
+    × U(0.9, 1.1), base mass + U(−1, 1) kg, base centre of mass + U(±0.05) m per axis, K_p × U(0.9, 1.1),
+    K_d × U(0.9, 1.1), per episode (setters: nothing is rebuilt). With ``pushes=True``: every U(1, 3) s the
+    base's horizontal velocity gets a kick of U(0, 1) m/s in a uniform direction (``Simulator.set_state(v=...)``).
+
+    ## Episode end
+
+    Terminated when the base flips (its z axis tilts more than 90°) or the trunk (base body: trunk box and hip
+    rotors) touches the ground; truncated after 1000 steps (20 s, ``max_episode_steps``) or on a simulator
+    failure (``info["sim_failure"]``).
+
+    ## Arguments
+
+    ``gym.make("CenicQuadruped-v0", **kwargs)``: the common options of :mod:`cenic_gym.env` (accuracy, max_step,
+    fixed_step, control_period, domain_randomization, obs_noise, action_delay, render_mode) and every key of
+    :func:`default_config`, among them:
+
+    | kwarg                | default | meaning                                                              |
+    |----------------------|---------|----------------------------------------------------------------------|
+    | action_scale         | 0.3     | joint target offset [rad] at \\|a\\| = 1                               |
+    | kp, kd               | 35, 0.5 | joint PD gains [N m/rad], [N m s/rad]                                |
+    | stiffness, dissipation, friction | 1e6, 10, 1.0 | contact material of robot and ground [N/m], [s/m], μ     |
+    | command_range        | (1.5, 0.8, 1.2) | command maxima (v_x, v_y [m/s], ω_z [rad/s])                 |
+    | reward_scales        | above   | weights per second of the reward terms                               |
+    | randomization        | above   | ranges of domain randomization                                       |
+    | pushes               | False   | velocity kicks; ``push_interval`` [s], ``push_velocity`` [m/s]        |
+    | privileged_obs       | False   | Dict observation with a critic part                                  |
+
+    Rough terrain is not implemented (flat ground only).
+
+    ## Version History
+
+    - v0: initial version (cenic-gym 0.1).
+    """
+
+    RESET_OPTIONS = ("command",)
+    N_POLICY_OBS, N_CRITIC_OBS = 48, 88
+
+    @staticmethod
+    def default_config():
+        return default_config()
+
+    def __init__(self, **kwargs):
+        cfg = {**default_config(), **kwargs}
+        for key in ("action_scale", "settle_time", "spawn_height", "command_resample_mean", "tracking_sigma",
+                    "tracking_window", "stiffness"):
+            v = cfg[key]
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not v > 0:
+                raise ValueError(f"{key} must be > 0, got {v!r}")
+        for key in ("kp", "kd", "dissipation", "friction"):
+            v = cfg[key]
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not v >= 0:
+                raise ValueError(f"{key} must be >= 0, got {v!r}")
+        self.action_space = spaces.Box(-1.0, 1.0, (12,), np.float32)
+        policy = spaces.Box(-np.inf, np.inf, (self.N_POLICY_OBS,), np.float32)
+        if cfg.get("privileged_obs") is True:
+            self.observation_space = spaces.Dict(
+                policy=policy, critic=spaces.Box(-np.inf, np.inf, (self.N_CRITIC_OBS,), np.float32))
+        else:
+            self.observation_space = policy
+        super().__init__(**kwargs)
+        c = self.config
+        for key in ("push_interval", "push_velocity", "start_yaw"):
+            lo, hi = c[key]
+            if not lo <= hi or (key != "start_yaw" and lo < 0):
+                bound = "low <= high" if key == "start_yaw" else "0 <= low <= high"
+                raise ValueError(f"{key} must be a range (low, high) with {bound}, got {c[key]!r}")
+        sim = self.sim
+        self._nominal_inertia = [sim.body_inertia(j) for j in self._body_joints]
+        # the stance every episode starts from: the robot dropped at NOMINAL, settled (a throwaway simulator)
+        max_step = self.control_period if c["max_step"] is None else c["max_step"]
+        settle = Simulator(self.system, accuracy=c["accuracy"], max_step=max_step, fixed_step=c["fixed_step"],
+                           external=[JointPD(self.system, self.leg_v, kp=c["kp"], kd=c["kd"], q_d=gc.NOMINAL)])
+        settle.advance_to(c["settle_time"])
+        self.stance_q = settle.q
+
+    # -- scene ---------------------------------------------------------------------------------------------------
+    def _build(self):
+        c = self.config
+        system, pd = go1_scene(c)
+        self.system, self.pd = system, pd
+        m = system.model
+        self.leg_q = system.robot_q_indices(gc.ROBOT, gc.JOINTS)
+        self.leg_v = system.robot_v_indices(gc.ROBOT, gc.JOINTS)
+        self.base_q, self.base_v = system.q_slice(gc.BASE_JOINT), system.v_slice(gc.BASE_JOINT)
+        self.q_lower, self.q_upper = m.lowerPositionLimit[self.leg_q], m.upperPositionLimit[self.leg_q]
+        names = [g.name for g in system.geometries]
+        base_joint = m.getJointId(gc.BASE_JOINT)
+        self.robot_geoms = [n for n in names if n.startswith(gc.ROBOT + "/")]
+        # per geometry index: fixed to the world (ground), on the base body (trunk box, hip rotors), foot 0-3 or -1
+        self._is_world_list = [g.joint == 0 for g in system.geometries]
+        self._is_base_list = [g.joint == base_joint for g in system.geometries]
+        self._foot_of_list = [gc.FOOT_GEOMS.index(n) if n in gc.FOOT_GEOMS else -1 for n in names]
+        self._body_joints = [gc.BASE_JOINT] + [f"{gc.ROBOT}/{j}" for j in gc.JOINTS]  # the 13 rigid bodies
+        return system, [pd]
+
+    # -- episode -------------------------------------------------------------------------------------------------
+    def _reset_task(self, options):
+        c, rng, sim = self.config, self.np_random, self.sim
+        fixed = None
+        if "command" in options:
+            fixed = np.asarray(options["command"], dtype=float).reshape(-1)
+            if fixed.shape != (3,) or not np.all(np.isfinite(fixed)):
+                raise ValueError(f"reset option command must be 3 finite numbers (v_x, v_y, ω_z), got "
+                                 f"{options['command']!r}")
+        params = randomize(c, rng)
+        self._apply_params(params)
+        yaw = rng.uniform(*c["start_yaw"])
+        vel = rng.uniform(-1.0, 1.0, 6) * np.asarray(c["start_velocity"])
+        q = self.stance_q.copy()
+        qb = q[self.base_q]
+        R = pin.utils.rpyToMatrix(0.0, 0.0, yaw) @ rotation(qb[3:7])
+        qb[:2] = 0.0
+        qb[3:7] = pin.Quaternion(R).coeffs()
+        q[self.base_q] = qb
+        v = np.zeros(self.system.nv)
+        v[self.base_v] = vel
+        sim.set_state(q=q, v=v)
+        self.pd.set_target(q_d=gc.NOMINAL)
+        self.fixed_command = fixed is not None
+        self.command = fixed.copy() if fixed is not None else self._sample_command()
+        self.reward_command = self.command.copy()
+        self.command_countdown = self._sample_command_steps()
+        self.push_countdown = self._sample_push_steps() if c["pushes"] else 0
+        self.applied = np.zeros(12)
+        self.air_time = np.zeros(4)
+        self.contact = np.ones(4, dtype=bool)
+        self.first_contact = np.zeros(4, dtype=bool)
+        self.touchdown_air = np.zeros(4)
+        self.foot_force = np.zeros((4, 3))
+        self.foot_slip = np.zeros(4)
+        self.base_contact = False
+        self.pending_update = False
+        self.params = params
+        self.vel_avg = self._tracked_velocity()
+
+    def _apply_params(self, p):
+        """Domain randomization by setters (nothing rebuilt): friction, masses, base COM, PD gains."""
+        if not self.config["domain_randomization"]:
+            return  # reset restored the nominal parameters
+        sim = self.sim
+        sim.set_geometry_material(["ground"] + self.robot_geoms, mu_static=p["friction"], mu_dynamic=p["friction"])
+        for k, (body, (m, com, inertia)) in enumerate(zip(self._body_joints, self._nominal_inertia)):
+            scale = p["link_mass_scale"][k]
+            new_m = m * scale + (p["base_mass_add"] if k == 0 else 0.0)
+            new_com = com + np.asarray(p["base_com_offset"]) if k == 0 else com
+            sim.set_body_inertia(body, mass=new_m, com=new_com, inertia=inertia * (new_m / m))
+        self.pd.set_gains(kp=self.config["kp"] * p["kp_scale"], kd=self.config["kd"] * p["kd_scale"])
+
+    def _sample_command(self):
+        c, rng = self.config, self.np_random
+        value = rng.uniform(-1.0, 1.0, 3) * np.asarray(c["command_range"])
+        keep = rng.uniform(size=3) < np.asarray(c["command_nonzero_prob"])
+        return np.where(keep, value, 0.0)
+
+    def _sample_command_steps(self):
+        return max(1, int(round(self.np_random.exponential(self.config["command_resample_mean"])
+                                / self.control_period)))
+
+    def _sample_push_steps(self):
+        return max(1, int(round(self.np_random.uniform(*self.config["push_interval"]) / self.control_period)))
+
+    def _apply_action(self, action):
+        c, sim = self.config, self.sim
+        # the step acts on the command the policy saw; the next observation may show a new one
+        self.reward_command = self.command.copy()
+        if not self.fixed_command:
+            self.command_countdown -= 1
+            if self.command_countdown <= 0:
+                self.command = self._sample_command()
+                self.command_countdown = self._sample_command_steps()
+        if c["pushes"]:
+            self.push_countdown -= 1
+            if self.push_countdown <= 0:
+                rng = self.np_random
+                angle = rng.uniform(0.0, 2.0 * math.pi)
+                dv = rng.uniform(*c["push_velocity"])
+                v = sim.v
+                v[self.base_v.start:self.base_v.start + 2] += dv * np.array([math.cos(angle), math.sin(angle)])
+                sim.set_state(v=v)
+                self.push_countdown = self._sample_push_steps()
+        self.applied = np.asarray(action, dtype=float).copy()
+        self.pd.set_target(q_d=np.clip(gc.NOMINAL + c["action_scale"] * self.applied, self.q_lower, self.q_upper))
+        self.pending_update = True
+
+    # -- per-step bookkeeping (once after each advance: contacts, air times, velocity average) -------------------
+    def _update(self):
+        c, sim = self.config, self.sim
+        cr = sim.contact_results()
+        force, fn_foot, slip = np.zeros((4, 3)), [0.0] * 4, [0.0] * 4
+        base_contact = False
+        threshold = c["contact_force"]
+        is_world, foot_of, is_base = self._is_world_list, self._foot_of_list, self._is_base_list
+        # a handful of contacts: a plain loop beats numpy's per-call overhead
+        for i, (a, b) in enumerate(zip(cr.geom_a.tolist(), cr.geom_b.tolist())):
+            if is_world[a] == is_world[b]:
+                continue  # robot self-contact (or world-world)
+            other, sign = (b, 1.0) if is_world[a] else (a, -1.0)  # cr.force acts on B
+            k = foot_of[other]
+            if k >= 0:
+                f = cr.force[i]
+                force[k] += sign * f
+                fn = float(f @ cr.normal[i])
+                fn_foot[k] += fn
+                if fn > threshold:
+                    slip[k] = max(slip[k], float(cr.slip_speed[i]))
+            elif is_base[other] and cr.phi[i] < 0.0:
+                base_contact = True
+        self.foot_force, self.foot_slip, self.base_contact = force, np.array(slip), base_contact
+        fn_foot = np.array(fn_foot)
+        contact = fn_foot > c["contact_force"]
+        self.first_contact = (self.air_time > 0.0) & contact
+        self.air_time = self.air_time + self.control_period
+        self.touchdown_air = np.where(self.first_contact, self.air_time, 0.0)
+        self.air_time = np.where(contact, 0.0, self.air_time)
+        self.contact = contact
+        alpha = min(1.0, self.control_period / c["tracking_window"])
+        self.vel_avg = self.vel_avg + alpha * (self._tracked_velocity() - self.vel_avg)
+        self.pending_update = False
+
+    # -- what the policy sees ------------------------------------------------------------------------------------
+    def _base(self):
+        """(q, v, R, v_world, ω): the state (read-only views), base rotation R (world ← base), base linear velocity
+        (world) and angular velocity (base frame). Computed once per state (the integrator replaces its q and v
+        arrays at every change, which is what ``Simulator`` keys its own kinematics cache on)."""
+        it = self.sim.integrator
+        cache = self.__dict__.get("_base_cache")
+        if cache is None or cache[0] is not it.q or cache[1] is not it.v:
+            q, v = it.q, it.v
+            vb = v[self.base_v]
+            cache = (q, v, rotation(q[self.base_q][3:7]), vb[:3].copy(), vb[3:].copy())
+            self._base_cache = cache
+        return cache
+
+    def _tracked_velocity(self):
+        _, _, R, v_world, omega = self._base()
+        v = R.T @ v_world
+        return np.array([v[0], v[1], omega[2]])
+
+    def _observe(self):
+        if self.pending_update:
+            self._update()
+        q, v, R, v_world, omega = self._base()
+        obs = np.concatenate([R.T @ v_world, omega, -R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v],
+                              self.applied, self.command])
+        if not self.config["privileged_obs"]:
+            return obs
+        sim, p = self.sim, self.params
+        foot_vel = np.concatenate([sim.body_velocity(f)[0] for f in gc.FOOT_FRAMES])
+        mass, com, _ = sim.body_inertia(gc.BASE_JOINT)
+        critic = np.concatenate([obs, [q[self.base_q][2]], self.contact.astype(float), self.foot_force.ravel(),
+                                 foot_vel, self.air_time, [p["friction"], p["kp_scale"], p["kd_scale"], mass], com])
+        return dict(policy=obs, critic=critic)
+
+    def _noisy(self, obs):
+        if isinstance(obs, dict):  # noise on the policy's part only; the critic sees the truth
+            return dict(policy=super()._noisy(obs["policy"]), critic=np.asarray(obs["critic"], dtype=np.float32))
+        return super()._noisy(obs)
+
+    def _obs_noise_scale(self):
+        """Std at obs_noise=1 (Playground's noise scales): 0.1 m/s, 0.2 rad/s, 0.05 gravity, 0.03 rad joints,
+        1.5 rad/s joint speeds; none on the last action and the command."""
+        return np.concatenate([np.full(3, 0.1), np.full(3, 0.2), np.full(3, 0.05), np.full(12, 0.03),
+                               np.full(12, 1.5), np.zeros(15)])
+
+    # -- reward, success, termination ----------------------------------------------------------------------------
+    def _fallen(self):
+        R = self._base()[2]
+        return bool(R[2, 2] < math.cos(self.config["flip_tilt"]) or self.base_contact)
+
+    def _reward_terms(self, action, prev_action):
+        c = self.config
+        _, _, R, v_world, omega = self._base()
+        v = R.T @ v_world
+        omega_world = R @ omega
+        cmd = self.reward_command
+        sigma = c["tracking_sigma"]
+        tau = self.sim.applied_effort(self.pd)
+        moving = float(cmd @ cmd > 1e-4)  # ‖c‖ > 0.01
+        terms = dict(
+            tracking_lin_vel=math.exp(-float(np.sum((cmd[:2] - v[:2]) ** 2)) / sigma),
+            tracking_ang_vel=math.exp(-float((cmd[2] - omega[2]) ** 2) / sigma),
+            lin_vel_z=float(v_world[2] ** 2),
+            ang_vel_xy=float(omega_world[0] ** 2 + omega_world[1] ** 2),
+            orientation=float(R[2, 0] ** 2 + R[2, 1] ** 2),
+            torques=math.sqrt(float(tau @ tau)) + float(np.abs(tau).sum()),
+            action_rate=float(np.sum((action - prev_action) ** 2)),
+            feet_air_time=moving * float(np.sum((self.touchdown_air - c["air_time_target"]) * self.first_contact)),
+            foot_slip=float(np.sum(self.foot_slip ** 2)),
+            termination=float(self._fallen()),
+        )
+        dt = self.control_period
+        return {k: c["reward_scales"][k] * v * dt for k, v in terms.items()}
+
+    def evaluate(self):
+        """Success and its parts (kept apart from the reward): tracking errors of the averaged base velocity."""
+        c = self.config
+        err = self.vel_avg - self.command
+        lin, ang = float(np.linalg.norm(err[:2])), float(abs(err[2]))
+        fallen = self._fallen()
+        return dict(success=bool(not fallen and lin < c["success_lin_vel"] and ang < c["success_ang_vel"]),
+                    lin_vel_error=lin, ang_vel_error=ang, fallen=fallen)
+
+    def _terminated(self):
+        return self._fallen()
+
+    # -- state ---------------------------------------------------------------------------------------------------
+    _TASK_KEYS = ("command", "reward_command", "fixed_command", "command_countdown", "push_countdown", "applied",
+                  "air_time", "contact", "first_contact", "touchdown_air", "foot_force", "foot_slip", "base_contact",
+                  "pending_update", "vel_avg", "params")
+
+    def _task_state(self):
+        return {k: getattr(self, k) for k in self._TASK_KEYS}
+
+    def _set_task_state(self, state):
+        for k in self._TASK_KEYS:
+            setattr(self, k, state[k])
+
+
+class TrotGait:
+    """An open-loop trot (no feedback, no learning) in the env's own action space: it shows that contact gives
+    traction. Diagonal leg pairs (FL + RR, FR + RL) alternate with phase φ = 2π f t (+π for the second pair):
+    thigh target NOMINAL + A_t sin φ (the foot moves backward while cos φ > 0: stance) and calf target
+    NOMINAL − A_c max(0, −cos(φ − δ)) (the knee folds, lifting the foot, in the other half: swing; δ = 0.5 rad
+    delays the lift behind the soft PD's lagging thigh, which doubles the speed over δ = 0); amplitudes ramp up
+    over the first ``ramp`` seconds. Turned into normalized actions by ``action_scale``. Defaults: 2 Hz,
+    A_t = A_c = 0.3 rad: about 0.27 m/s forward (``benchmarks/quadruped_trot.py``)."""
+
+    PHASE = np.array([0.0, math.pi, math.pi, 0.0])  # FL, FR, RL, RR
+
+    def __init__(self, env, frequency=2.0, thigh=0.3, calf=0.3, lift_delay=0.5, ramp=0.5):
+        self.env = env.unwrapped
+        self.frequency, self.thigh, self.calf, self.lift_delay, self.ramp = frequency, thigh, calf, lift_delay, ramp
+        self.t0 = None
+
+    def reset(self):
+        self.t0 = self.env.sim.t
+
+    def __call__(self, obs=None):
+        e = self.env
+        if self.t0 is None:
+            self.reset()
+        t = e.sim.t + e.control_period - self.t0  # where the targets should be at the end of this step
+        phase = 2.0 * math.pi * self.frequency * t + self.PHASE
+        s = min(1.0, t / self.ramp) if self.ramp > 0 else 1.0
+        offset = np.zeros(12)
+        offset[1::3] = s * self.thigh * np.sin(phase)
+        offset[2::3] = -s * self.calf * np.maximum(0.0, -np.cos(phase - self.lift_delay))
+        return np.clip(offset / e.config["action_scale"], -1.0, 1.0).astype(np.float32)

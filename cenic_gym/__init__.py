@@ -9,7 +9,8 @@ exact line search), :mod:`~cenic_gym.cenic` (the error-controlled integrator), :
 """
 from . import _numba_cache  # noqa: F401  (first: keys the kernels' numba cache by the sources they import)
 from .cenic import IntegratorStats
-from .errors import AccuracyNotMetError, CenicError, ModelError, SimulationError, SolverFailure
+from .errors import (AccuracyNotMetError, CenicError, ModelError, ModelFileNotFoundError, RobotDataNotFoundError,
+                     SimulationError, SolverFailure)
 from .external import ExternalSystem, InverseDynamicsPD, JointPD, JointPID
 from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Coupler, Cylinder, HalfSpace, MultibodySystem, RobotInfo,
                     SceneBuilder, Sphere)

@@ -6,6 +6,8 @@ from :class:`CenicError`:
 
 * :class:`ModelError` — a model that cannot be simulated (negative mass, lower > upper joint limits, a degenerate
   mesh, a zero ground normal, a malformed URDF/MJCF). It is also a ``ValueError`` (it is a bad input).
+  :class:`ModelFileNotFoundError`: a model file given by path does not exist (also a ``FileNotFoundError``);
+  :class:`RobotDataNotFoundError`: the ``example-robot-data`` package's files are missing.
 * :class:`SimulationError` — the integrator cannot continue, with two specific kinds:
   :class:`AccuracyNotMetError` (the error estimate stays above the accuracy down to ``min_step``) and
   :class:`SolverFailure` (a convex solve did not converge or produced a non-finite state).
@@ -19,6 +21,14 @@ class CenicError(Exception):
 
 class ModelError(CenicError, ValueError):
     """A model (scene, robot file, shape, material) that cannot be simulated; the message names the bad value."""
+
+
+class ModelFileNotFoundError(ModelError, FileNotFoundError):
+    """A robot model file (URDF, MJCF, SRDF) given by path does not exist."""
+
+
+class RobotDataNotFoundError(CenicError, FileNotFoundError):
+    """The ``example-robot-data`` files (or one of them) could not be found: ``pip install example-robot-data``."""
 
 
 class SimulationError(CenicError, RuntimeError):

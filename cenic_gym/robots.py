@@ -33,7 +33,7 @@ import numpy as np
 import pinocchio as pin
 
 from . import narrowphase as nph
-from .errors import ModelError
+from .errors import ModelError, ModelFileNotFoundError, RobotDataNotFoundError
 from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Cylinder, Geometry, RobotInfo, Sphere, _check_inertia,
                     _convex_hull, _material, _name, _nonnegative, _numbers, _rotation, _vec3, free_body_joint,
                     is_free_body_joint)
@@ -41,15 +41,6 @@ from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Cylinder, Geometr
 ERD_PACKAGE = "example-robot-data"
 _ROBOTS_SUBDIR = Path("cmeel.prefix") / "share" / "example-robot-data" / "robots"
 ENV_VAR = "CENIC_EXAMPLE_ROBOT_DATA"  # optional override: the .../example-robot-data/robots directory
-
-
-class RobotDataNotFoundError(FileNotFoundError):
-    """The ``example-robot-data`` files (or one of them) could not be found."""
-
-
-class ModelFileNotFoundError(ModelError, FileNotFoundError):
-    """A robot model file (URDF, MJCF, SRDF) given by path does not exist: a :class:`ModelError` and a
-    ``FileNotFoundError``."""
 
 
 # --------------------------------------------------------------------------------------------------------------

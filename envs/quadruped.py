@@ -14,7 +14,7 @@ import numpy as np
 import pinocchio as pin
 from gymnasium import spaces
 
-from cenic_gym import ContactMaterial, JointPD, SceneBuilder, Simulator
+from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder, Simulator
 from cenic_gym.env import CenicEnv
 
 from . import go1_constants as gc
@@ -63,7 +63,19 @@ def default_config():
         push_velocity=(0.0, 1.0),  # horizontal Δv [m/s], uniform magnitude, uniform direction (Playground's
         #                            kick of up to 3 m/s over a half-sine force profile is a Δv of 3/π ≈ 1 m/s)
         privileged_obs=False,  # True: Dict observation {"policy": (48,), "critic": (88,)}
+        # terrain (blind locomotion: the policy observation has no height scan):
+        #   "flat"; "tiles": a square grid of level tiles (boxes welded to the world) with uniform random top
+        #   heights in [0, max_height], laid out once per env from `seed` (Isaac Lab's random-grid terrain);
+        #   "slope": the whole ground tilted by `slope` [rad] about the world y axis (rising towards +x)
+        terrain="flat",
+        terrain_tiles=dict(tile=0.5, extent=6.0, max_height=0.04, seed=0),  # [m], [m], [m], int
+        # [rad] for terrain="slope" (5.7°). Facing up or down the slope the nominal-pose PD stands; across it the
+        # soft stance (35 N m/rad) rolls over downhill in ~1.5 s: the policy has to compensate, as on hardware
+        slope=0.1,
     )
+
+TERRAINS = ("flat", "tiles", "slope")
+TILE_THICKNESS = 0.2  # [m] of every tile box: its top is at the drawn height, the rest lies below the ground
 
 
 def randomize(config, rng):
@@ -90,12 +102,40 @@ def go1_scene(config=None, height=None):
     mat = ContactMaterial(stiffness=c["stiffness"], dissipation=c["dissipation"], mu_static=c["friction"],
                           mu_dynamic=c["friction"])
     b = SceneBuilder()
-    b.add_ground(mat, name="ground")
+    add_terrain(b, c, mat)
     b.add_robot("go1", name=gc.ROBOT, position=(0.0, 0.0, c["spawn_height"] if height is None else height),
                 material=mat, q0=gc.NOMINAL, armature=gc.armature(*c["armature"]))
     system = b.build()
     pd = JointPD(system, system.robot_v_indices(gc.ROBOT, gc.JOINTS), kp=c["kp"], kd=c["kd"], q_d=gc.NOMINAL)
     return system, pd
+
+
+def tile_heights(tiles):
+    """Top heights [m] of the ``terrain="tiles"`` grid, (n, n) with n = round(extent / tile), row i along x:
+    uniform in [0, max_height], drawn from ``seed`` (the layout is part of the env's configuration, not of an
+    episode)."""
+    n = int(round(tiles["extent"] / tiles["tile"]))
+    return np.random.default_rng(tiles["seed"]).uniform(0.0, tiles["max_height"], (n, n))
+
+
+def add_terrain(builder, config, material):
+    """The ground of ``config["terrain"]``: a half-space named ``"ground"``, tilted for "slope"; for "tiles" also
+    the tile boxes ``"terrain/i_j"`` centred on the origin (world frame, z up)."""
+    kind = config["terrain"]
+    if kind == "slope":
+        s = config["slope"]
+        builder.add_ground(material, normal=(-math.sin(s), 0.0, math.cos(s)), name="ground")
+        return
+    builder.add_ground(material, name="ground")
+    if kind == "tiles":
+        t = config["terrain_tiles"]
+        h = tile_heights(t)
+        n = h.shape[0]
+        for i in range(n):
+            for j in range(n):
+                centre = ((i - (n - 1) / 2) * t["tile"], (j - (n - 1) / 2) * t["tile"], h[i, j] - TILE_THICKNESS / 2)
+                builder.add_fixed(f"terrain/{i}_{j}", Box((t["tile"], t["tile"], TILE_THICKNESS)), position=centre,
+                                  material=material)
 
 
 def rotation(quat_xyzw):
@@ -200,7 +240,10 @@ class QuadrupedEnv(CenicEnv):
     | pushes               | False   | velocity kicks; ``push_interval`` [s], ``push_velocity`` [m/s]        |
     | privileged_obs       | False   | Dict observation with a critic part                                  |
 
-    Rough terrain is not implemented (flat ground only).
+    | terrain              | "flat"  | "flat", "tiles" (grid of level tiles, random heights up to 4 cm), "slope" (tilted ground) |
+    | terrain_tiles, slope | above   | tile size, extent, max height, layout seed [m]; slope angle [rad]   |
+
+    Terrain is blind: the observation has no height scan (add one with a wrapper if the policy needs it).
 
     ## Version History
 
@@ -221,6 +264,14 @@ class QuadrupedEnv(CenicEnv):
             v = cfg[key]
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not v > 0:
                 raise ValueError(f"{key} must be > 0, got {v!r}")
+        if cfg["terrain"] not in TERRAINS:
+            raise ValueError(f"terrain must be one of {TERRAINS}, got {cfg['terrain']!r}")
+        t = cfg["terrain_tiles"]
+        if (not isinstance(t, dict) or set(t) != set(default_config()["terrain_tiles"])
+                or not (t["tile"] > 0 and t["extent"] >= t["tile"] and t["max_height"] >= 0)):
+            raise ValueError(f"terrain_tiles must be dict(tile > 0, extent >= tile, max_height >= 0, seed), got {t!r}")
+        if not 0 <= cfg["slope"] < math.atan(cfg["friction"]):
+            raise ValueError(f"slope must be in [0, atan(friction)) rad (the stance must hold), got {cfg['slope']!r}")
         for key in ("kp", "kd", "dissipation", "friction"):
             v = cfg[key]
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not v >= 0:
@@ -261,6 +312,7 @@ class QuadrupedEnv(CenicEnv):
         names = [g.name for g in system.geometries]
         base_joint = m.getJointId(gc.BASE_JOINT)
         self.robot_geoms = [n for n in names if n.startswith(gc.ROBOT + "/")]
+        self.terrain_geoms = [g.name for g in system.geometries if g.joint == 0]  # ground and tiles
         # per geometry index: fixed to the world (ground), on the base body (trunk box, hip rotors), foot 0-3 or -1
         self._is_world_list = [g.joint == 0 for g in system.geometries]
         self._is_base_list = [g.joint == base_joint for g in system.geometries]
@@ -281,12 +333,7 @@ class QuadrupedEnv(CenicEnv):
         self._apply_params(params)
         yaw = rng.uniform(*c["start_yaw"])
         vel = rng.uniform(-1.0, 1.0, 6) * np.asarray(c["start_velocity"])
-        q = self.stance_q.copy()
-        qb = q[self.base_q]
-        R = pin.utils.rpyToMatrix(0.0, 0.0, yaw) @ rotation(qb[3:7])
-        qb[:2] = 0.0
-        qb[3:7] = pin.Quaternion(R).coeffs()
-        q[self.base_q] = qb
+        q = self._start_pose(yaw)
         v = np.zeros(self.system.nv)
         v[self.base_v] = vel
         sim.set_state(q=q, v=v)
@@ -308,12 +355,33 @@ class QuadrupedEnv(CenicEnv):
         self.params = params
         self.vel_avg = self._tracked_velocity()
 
+    def _start_pose(self, yaw):
+        """The settled stance turned by ``yaw`` [rad] about the ground normal: on flat ground and tiles about the
+        world z axis with the base over the origin, on tiles lifted by ``max_height`` (no foot starts inside a
+        tile: it lands from at most that height); on the slope about the slope's normal through the origin, which
+        keeps the feet on the plane."""
+        c = self.config
+        q = self.stance_q.copy()
+        qb = q[self.base_q]
+        if c["terrain"] == "slope":
+            n = np.array([-math.sin(c["slope"]), 0.0, math.cos(c["slope"])])
+            Rn = pin.exp3(yaw * n)
+            qb[:3] = Rn @ qb[:3]
+        else:
+            Rn = pin.utils.rpyToMatrix(0.0, 0.0, yaw)
+            qb[:2] = 0.0
+            if c["terrain"] == "tiles":
+                qb[2] += c["terrain_tiles"]["max_height"]
+        qb[3:7] = pin.Quaternion(Rn @ rotation(qb[3:7])).coeffs()
+        q[self.base_q] = qb
+        return q
+
     def _apply_params(self, p):
         """Domain randomization by setters (nothing rebuilt): friction, masses, base COM, PD gains."""
         if not self.config["domain_randomization"]:
             return  # reset restored the nominal parameters
         sim = self.sim
-        sim.set_geometry_material(["ground"] + self.robot_geoms, mu_static=p["friction"], mu_dynamic=p["friction"])
+        sim.set_geometry_material(self.terrain_geoms + self.robot_geoms, mu_static=p["friction"], mu_dynamic=p["friction"])
         for k, (body, (m, com, inertia)) in enumerate(zip(self._body_joints, self._nominal_inertia)):
             scale = p["link_mass_scale"][k]
             new_m = m * scale + (p["base_mass_add"] if k == 0 else 0.0)
@@ -515,9 +583,14 @@ class TrotGait:
         if self.t0 is None:
             self.reset()
         t = e.sim.t + e.control_period - self.t0  # where the targets should be at the end of this step
+        return np.clip(self.offset(t) / e.config["action_scale"], -1.0, 1.0).astype(np.float32)
+
+    def offset(self, t):
+        """Joint-target offsets from NOMINAL [rad] (12, leg order FL, FR, RL, RR × hip, thigh, calf) at ``t`` [s]
+        after the gait's start: a pure function of time (also drives the MuJoCo side by side in benchmarks)."""
         phase = 2.0 * math.pi * self.frequency * t + self.PHASE
         s = min(1.0, t / self.ramp) if self.ramp > 0 else 1.0
         offset = np.zeros(12)
         offset[1::3] = s * self.thigh * np.sin(phase)
         offset[2::3] = -s * self.calf * np.maximum(0.0, -np.cos(phase - self.lift_delay))
-        return np.clip(offset / e.config["action_scale"], -1.0, 1.0).astype(np.float32)
+        return offset

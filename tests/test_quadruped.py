@@ -278,3 +278,74 @@ def test_standing_still_on_a_zero_command_tracks_it():
 def test_bad_task_options_raise(kwargs, text):
     with pytest.raises(ValueError, match=text):
         gym.make(ENV_ID, **kwargs)
+
+
+# -- terrain options -------------------------------------------------------------------------------------------
+def _ground_force_on_robot(env):
+    """Total contact force [N] (world frame) the terrain (geometries welded to the world) exerts on the robot."""
+    u = env.unwrapped
+    cr = u.sim.contact_results()
+    world = [g.joint == 0 for g in u.system.geometries]
+    F = np.zeros(3)
+    for a, b, f in zip(cr.geom_a, cr.geom_b, cr.force):  # force acts on B
+        if world[a] and not world[b]:
+            F += f
+        elif world[b] and not world[a]:
+            F -= f
+    return F
+
+
+def test_standing_on_the_slope_is_a_static_balance():
+    """Facing uphill on the tilted ground with zero actions, 3 s (the start transient decays): the terrain carries the robot's weight, m g
+    straight up, split into a normal part m g cos s and a friction part m g sin s along the slope (ratio tan s <
+    μ: it sticks), and the base does not creep."""
+    s = 0.1
+    env = gym.make(ENV_ID, terrain="slope", slope=s, start_yaw=(0.0, 0.0), start_velocity=(0.0,) * 6)
+    env.reset(seed=0)
+    u = env.unwrapped
+    p0 = u.sim.body_pose(gc.BASE_LINK)[0]
+    for _ in range(150):
+        _, _, term, trunc, _ = env.step(np.zeros(12, np.float32))
+        assert not (term or trunc)
+    F = _ground_force_on_robot(env)
+    mg = 9.81 * sum(u.sim.body_inertia(j)[0] for j in u._body_joints)
+    n = np.array([-math.sin(s), 0.0, math.cos(s)])
+    fn = F @ n
+    ft = np.linalg.norm(F - fn * n)
+    assert np.allclose(F, [0.0, 0.0, mg], atol=0.01 * mg), (F, mg)
+    assert ft / fn == pytest.approx(math.tan(s), rel=0.02)
+    assert np.linalg.norm(u.sim.body_pose(gc.BASE_LINK)[0] - p0) < 0.01
+
+
+def test_tiles_are_laid_out_as_drawn_and_the_trot_crosses_them():
+    """terrain="tiles": each tile's top lies at its drawn height (geometry), the layout is the seed's, and the
+    open-loop trot walks over the 0–4 cm steps without falling and without a contact deeper than 2 mm."""
+    from cenic_gym.envs.quadruped import TILE_THICKNESS, tile_heights
+
+    env = gym.make(ENV_ID, terrain="tiles", start_yaw=(0.0, 0.0))
+    u = env.unwrapped
+    t = u.config["terrain_tiles"]
+    h = tile_heights(t)
+    tops = {g.name: g.placement.translation[2] + 0.5 * g.shape.lengths[2]
+            for g in u.system.geometries if g.name.startswith("terrain/")}
+    assert len(tops) == h.size and TILE_THICKNESS > t["max_height"]
+    for name, top in tops.items():
+        i, j = map(int, name.split("/")[1].split("_"))
+        assert top == pytest.approx(h[i, j], abs=1e-12)
+    assert not np.array_equal(h, tile_heights({**t, "seed": 1}))
+    obs, _ = env.reset(seed=0)
+    gait = TrotGait(env)
+    u.sim.stats.min_signed_distance = math.inf
+    for _ in range(100):
+        obs, _, term, trunc, _ = env.step(gait(obs))
+        assert not (term or trunc)
+    assert -u.sim.stats.min_signed_distance < 2e-3
+
+
+@pytest.mark.parametrize("kwargs, names", [(dict(terrain="mars"), "terrain"),
+                                           (dict(terrain_tiles=dict(tile=0.0, extent=1.0, max_height=0.0, seed=0)),
+                                            "terrain_tiles"),
+                                           (dict(terrain="slope", slope=1.2), "slope")])
+def test_bad_terrain_options_raise_naming_the_value(kwargs, names):
+    with pytest.raises(ValueError, match=names):
+        gym.make(ENV_ID, **kwargs)

@@ -175,9 +175,11 @@ class MujocoScene:
         self.qadr = [int(self.model.jnt_qposadr[self.model.joint(_safe(ji.name)).id]) for ji in self.joints]
         self.vadr = [int(self.model.jnt_dofadr[self.model.joint(_safe(ji.name)).id]) for ji in self.joints]
 
-    def new_data(self):
+    def new_data(self, q=None, v=None):
+        """MuJoCo data at the cenic-gym state (q, v) (default: the system's initial state)."""
         d = mujoco.MjData(self.model)
-        q0, v0 = self.system.q0, self.system.v0
+        q0 = self.system.q0 if q is None else q
+        v0 = self.system.v0 if v is None else v
         for ji, ia, iv in zip(self.joints, self.qadr, self.vadr):
             if ji.kind == "free":
                 x, y, z, w = q0[ji.iq + 3:ji.iq + 7]

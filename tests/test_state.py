@@ -96,19 +96,51 @@ def test_copies_continue_bit_identically(reference, how):
     assert state_bytes(sim) == end, f"{name}: {how} copy diverged"
 
 
-def test_a_pickled_simulator_continues_identically_in_another_process(reference, tmp_path):
-    name, mid, end = reference
-    (tmp_path / "sim.pkl").write_bytes(pickle.dumps(mid))
-    code = textwrap.dedent(f"""
-        import pickle, sys, numpy as np
-        sim = pickle.loads(open({str(tmp_path / 'sim.pkl')!r}, 'rb').read())
-        sim.advance_to({T_END!r})
-        it = sim.integrator
-        sys.stdout.buffer.write(b"".join(np.ascontiguousarray(a, dtype=float).tobytes()
-                                         for a in (it.q, it.v, it.z, [it.t, it.dt])))
+def _run_in_fresh_process(code, timeout=600):
+    """stdout bytes of ``code`` run by a fresh interpreter (tests/ on sys.path)."""
+    prelude = f"import pickle, sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, check=True,
+                          timeout=timeout).stdout
+
+
+@pytest.mark.parametrize("name", sorted(SCENES))
+def test_a_pickled_simulator_continues_identically_in_another_process(name, tmp_path):
+    """Process A runs the scene uninterrupted and pickles it at T_MID; process B, a different interpreter, unpickles
+    it and continues: the same bytes. (Both are fresh processes, as Ray workers are: this test's own process has
+    built other scenes, which can change the last bit of later runs, see the xfail test below.)"""
+    pkl = tmp_path / "sim.pkl"
+    end_a = _run_in_fresh_process(f"""
+        from test_state import SCENES, T_MID, T_END, state_bytes
+        sim = SCENES[{name!r}]()
+        sim.advance_to(T_MID)
+        open({str(pkl)!r}, "wb").write(pickle.dumps(sim))
+        sim.advance_to(T_END)
+        sys.stdout.buffer.write(state_bytes(sim))
         """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=600)
-    assert out.stdout == end
+    end_b = _run_in_fresh_process(f"""
+        from test_state import T_END, state_bytes
+        sim = pickle.loads(open({str(pkl)!r}, "rb").read())
+        sim.advance_to(T_END)
+        sys.stdout.buffer.write(state_bytes(sim))
+        """)
+    assert len(end_a) > 0 and end_b == end_a
+
+
+@pytest.mark.xfail(strict=True, reason="known bug: building an Allegro model first changes the last bit of a "
+                                       "later Panda run in the same process (cause not found yet: not numba "
+                                       "dispatch, coal distance, FTZ or Pinocchio/numpy alignment)")
+def test_building_another_robot_first_does_not_change_a_run():
+    code = """
+        from test_state import T_END, panda_holding_box, state_bytes
+        {pre}
+        sim = panda_holding_box()
+        sim.advance_to(T_END)
+        sys.stdout.buffer.write(state_bytes(sim))
+        """
+    plain = _run_in_fresh_process(code.format(pre=""))
+    after = _run_in_fresh_process(code.format(pre="from cenic_gym import SceneBuilder\n"
+                                                   "        SceneBuilder().add_robot('allegro').build()"))
+    assert after == plain
 
 
 def test_restore_makes_results_valid_at_once():

@@ -27,10 +27,25 @@ import math
 import numpy as np
 from numba import njit
 
-try:  # coal is only needed for the fallback path
-    import coal
-except ImportError:  # pragma: no cover
-    coal = None
+import coal  # convex meshes and cylinder pairs (the fallback path)
+
+
+def _settle_coal_state():
+    """Put coal's process-wide state where every process has it, for bit-identical results across processes.
+
+    coal 3.0.3 keeps hidden process-wide state that changes the last bits of later queries: a Convex-Box collision
+    and its contact patch come out different (1e-15 m in depth and normal, a different patch) once the process has
+    run a Box-Box or Capsule-Box GJK query (distance or collision), and stay so (a one-way switch; Sphere-Box or
+    Convex-Box queries do not flip it). So the same simulation gave different bits depending on what the process
+    had computed before, e.g. building an Allegro model, whose self-collision filter runs Box-Box distances: a
+    fresh Ray worker and a long-lived process disagreed. One Box-Box distance at import flips every process the
+    same way. Regression test: tests/test_state.py::test_building_another_robot_first_does_not_change_a_run."""
+    coal.distance(coal.Box(0.1, 0.1, 0.1), coal.Transform3s(), coal.Box(0.1, 0.1, 0.1),
+                  coal.Transform3s(np.eye(3), np.array([0.0, 0.0, 0.3])), coal.DistanceRequest(),
+                  coal.DistanceResult())
+
+
+_settle_coal_state()
 
 HALFSPACE = 0
 SPHERE = 1

@@ -375,6 +375,15 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
 
 
 
+def coulomb_tolerance(accuracy, kappa=FRICTION_KAPPA):
+    """(rtol, atol) of :func:`solve_coulomb` for an integrator accuracy ε_acc: rtol = κ_f √ε_acc (relative, of the
+    friction impulse), atol = ε_acc [m/s] (contact-point velocity); accuracy ≤ 0 (fixed steps): (0, 0), the Lagged
+    model."""
+    if accuracy <= 0.0:
+        return np.zeros(2)
+    return np.array([kappa * math.sqrt(accuracy), accuracy])
+
+
 @njit(cache=True, inline="always")
 def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
     """How far the friction of a solution ``v`` (step dt, bounds μ b_i with b_i = δt fn_i: fn = the normal forces the
@@ -417,15 +426,16 @@ def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
 
 @njit(cache=True, inline="always")
 def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, stats,
-                  accuracy, fn_used):
+                  friction_tol, fn_used):
     """:func:`solve` with each contact's friction bound taken from the step's own normal impulse (issue 10).
 
     The Lagged model (ICF eq. 18) bounds friction by μ γ_n0 = μ δt f_n(x^n), the normal force at the start of the
     step. At an impact with Hunt–Crossley dissipation f_n(x^n) = k(−φ0)(1 − d v_n^n) is dominated by −k φ0 d v_n^n
     and far exceeds the step's average, so the landing step grips; a contact that appears inside the step has
     f_n(x^n) = 0 and is frictionless for that step. Here the lagged solve comes first; if its normal impulses γ_n,i
-    disagree with its bounds by more than the tolerance of :func:`friction_bound_mismatch` (rtol = κ_f √ε_acc with
-    κ_f = :data:`FRICTION_KAPPA`, atol = ε_acc [m/s], ε_acc = ``accuracy``, the integrator's), the
+    disagree with its bounds by more than the tolerance of :func:`friction_bound_mismatch` (``friction_tol`` =
+    (rtol, atol); the integrator passes rtol = κ_f √ε_acc with κ_f = :data:`FRICTION_KAPPA` and atol = ε_acc [m/s],
+    :func:`coulomb_tolerance`), the
     problem is solved again, warm-started, with new bounds b_i in place of γ_n0 — a fixed-point iteration
     b ← γ_n(v*(b)) with Anderson(1) acceleration (normal impulses depend on friction through the bodies' rotation,
     e.g. a box landing on a corner while sliding; plain substitution contracts only by about 1/3 per solve there).
@@ -433,17 +443,16 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     iteration stops when bounds and normal impulses agree; after :data:`MAX_FRICTION_SOLVES` solves without
     agreement stats[CONVERGED] is set to 0, so that the step is rejected and retried smaller.
 
-    accuracy ≤ 0: the plain Lagged solve. fn_used (≥ nc): the normal forces b/δt [N] of the bounds of the returned
+    rtol ≤ 0: the plain Lagged solve. fn_used (≥ nc): the normal forces b/δt [N] of the bounds of the returned
     solution (may alias the pool's f_n0 array: written after the last solve). stats accumulate over the solves.
     Returns the number of solves beyond the first."""
     Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc = contacts
     solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, stats)
-    if accuracy <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
+    rtol, atol = friction_tol[0], friction_tol[1]
+    if rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
         for i in range(nc):
             fn_used[i] = cfn0[i]
         return 0
-    rtol = FRICTION_KAPPA * math.sqrt(accuracy)
-    atol = accuracy
     gn = np.empty(nc)
     if friction_bound_mismatch(v, dt, vs, contacts, cfn0, gn, rtol, atol) <= 1.0:  # the usual case
         for i in range(nc):

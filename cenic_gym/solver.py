@@ -25,10 +25,12 @@ Why it stays convex: within a solve b is a constant, so every solve minimises ex
 physics-notes §2.4 (ℓ_t = μ b ‖v_t‖_s is convex in v_t for any b ≥ 0; ℓ_n, the regularization ε = max(v_s, σ w μ b)
 and the Stribeck μ(‖v_t^n‖) are unchanged): A ≻ 0, one minimiser, Newton with exact line search converges. The
 implicit law "b = γ_n(v)" inside one problem would break the curl condition (ICF eq. 16, the "true" model eq. 11);
-it is only ever imposed between solves. Consistency: wherever the normal force is smooth, b − γ_n0 = O(δt²) and the
-lagged solve is accepted unchanged (the same trajectory as before); at an impact the lagged γ_n0 is O(1) wrong
-(−kφ0·d v_n^n dominated, or 0 for a contact appearing inside the step) whatever δt, which is why position-only error
-control cannot fix it and the Lagged model converged only near ε = 1e-7.
+it is only ever imposed between solves. Consistency: wherever the normal force is smooth, γ_n − γ_n0 = O(δt²) and,
+once that is below the tolerance, the lagged solve is accepted unchanged (the same trajectory as before); otherwise
+the accepted step is the Lagged step with the bound moved to the backward-Euler normal impulse of the same step (as
+consistent, still first order, and to the tolerance the "true" Coulomb bound of ICF eq. 11); at an impact the
+lagged γ_n0 is O(1) wrong (−kφ0·d v_n^n dominated, or 0 for a contact appearing inside the step) whatever δt,
+which is why position-only error control cannot fix it and the Lagged model converged only near ε = 1e-7.
 
 Evidence (falling sphere of ICF §XI-B, analytic release-to-rolling 2U0/(7μg) = 0.1165 s, skid after touchdown
 15.5 ms; tests/test_impact_friction.py; 2-core VM, NUMBA_NUM_THREADS=1):
@@ -36,24 +38,27 @@ Evidence (falling sphere of ICF §XI-B, analytic release-to-rolling 2U0/(7μg) =
 ==================================  ===========  ===========  ===========  ============  =======================
 skid after touchdown (rel. error)    ε = 1e-3     ε = 1e-4     ε = 1e-5     ε = 1e-6     cost at 1e-4 (solves)
 ==================================  ===========  ===========  ===========  ============  =======================
-Lagged (before)                      +485 %       −99 %        −94 %        +256 %        117
+Lagged (before)                      +281 %       −99 %        −94 %        +256 %        117
 (a) error on ‖Δv‖·δt as well         +156 %       −39 %        −29 %        –             153
 (a) error on ‖Δv‖ [m/s] as well      +23 %        +8 %         +2 %         –             3117 (27×)
 (c) split the step at touchdown      +415 %       +33 %        +5 %         –             156
-(b) bound from own normal impulse    +20 %        +9 %         +2 %         +0 %          188
+(b) bound from own normal impulse    +20 %        +9 %         +2 %         +0.4 %        182
 ==================================  ===========  ===========  ===========  ============  =======================
 
 (a) compares step sizes that share the bias (full and half steps all grip) or, in velocity units, pays for every
 impact's velocity spike (pitfall P5) and still leaves frictionless landing steps; (c) makes the landing step start
-at φ0 ≈ 0, i.e. f_n(x^n) ≈ 0 — frictionless. (b) keeps release-to-rolling within 2 % for every ε ≤ 1e-2 measured
-(0.4 % at 1e-2, 1e-3 … 1e-6; the skid error is mostly the free fall's first-order touchdown time) and the Coulomb
-cone per accepted step to the tolerance above (Lagged: up to 3.8 μγ_n on the landing sphere, 4.6 μγ_n on a box
-landing on an edge, 5.5 μγ_n at a Go1's footfalls). Cost: scenes without impacts take the same steps (on-ground
-sphere and sphere drop: the same solves, bit for bit; inclines and the sliding box 0–9 extra solves, the box's
-initial pitch transient) plus ≈ 1 µs per attempt of checks and arguments (+1–3 % wall on these small scenes in an
-interleaved A/B); impact-heavy scenes pay for the corrections: clutter (20 bodies) +39 % Newton iterations and wall
-time at ε = 1e-3, 2× at 1e-4, a dropped Go1 +60 % Newton iterations at 1e-3 (most clutter corrections are sliding
-object–object contacts whose normal force changes by more than √ε per step, where the Lagged bound is O(δt) off).
+at φ0 ≈ 0, i.e. f_n(x^n) ≈ 0 — frictionless. (Rows (a) and (c) were measured with prototypes that are not kept.)
+(b) keeps release-to-rolling within 0.4 % for every ε from 1e-2 to 1e-6 (the skid error, +30 % … +0.4 %, is mostly
+the first-order touchdown time of the free fall) and the Coulomb cone per accepted step to the tolerance above
+(Lagged: up to 1e4 ε/w beyond it on the landing sphere at ε = 1e-4, ~40 ε/w on a box landing on an edge, ~800 ε/w at
+a trotting Go1's footfalls at 1e-3).
+
+Cost (``benchmarks/impact_friction.py``, RESULTS.md "Coulomb's law at impacts"; Lagged → this, ε = 1e-3): scenes
+without impacts take the same steps and solves (sphere drop, incline stick, on-ground sphere) or a few more (incline
+slide: 2 of 47 solves), wall within noise; impact scenes pay for the re-solves: clutter (20 bodies) +38 % wall
+(+48 % Newton iterations; +55 % wall at 1e-4), a dropped Go1 +36 %, the Go1 trot of CenicQuadruped-v0 +12 % wall
+per env step (its geometry and dynamics dominate). Most re-solves in clutter and the trot are not landings but
+loaded contacts whose normal force changes by more than √ε of itself per step, where the Lagged bound is O(δt) off.
 """
 from __future__ import annotations
 

@@ -243,9 +243,9 @@ def trot(lagged, env_steps=50, seed=0):
 
 
 def test_coulomb_invariant_go1_trotting():
-    """The Go1 of CenicQuadruped-v0 trotting for 1 s (two gait cycles, ~160 accepted steps, ~500 sliding contact rows): every step
-    of every foot that slides keeps friction inside the cone of its own normal impulse; the Lagged bound does not
-    (measured: ~800 ε/w beyond it at the worst footfall)."""
+    """The Go1 of CenicQuadruped-v0 trotting for 1 s (two gait cycles, ~160 accepted steps, ~500 sliding contact
+    rows): every step of every foot that slides keeps friction inside the cone of its own normal impulse; the Lagged
+    bound does not (measured: ~800 ε/w beyond it at the worst footfall)."""
     rec = trot(lagged=False)
     assert rec.sliding_rows() > 200
     assert rec.worst_cone_excess(1e-3) <= 1.0 + 1e-6

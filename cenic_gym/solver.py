@@ -55,9 +55,9 @@ a trotting Go1's footfalls at 1e-3).
 
 Cost (``benchmarks/impact_friction.py``, RESULTS.md "Coulomb's law at impacts"; Lagged → this, ε = 1e-3): scenes
 without impacts take the same steps and solves (sphere drop, incline stick, on-ground sphere) or a few more (incline
-slide: 2 of 47 solves), wall within noise; impact scenes pay for the re-solves: clutter (20 bodies) +38 % wall
-(+48 % Newton iterations; +55 % wall at 1e-4), a dropped Go1 +36 %, the Go1 trot of CenicQuadruped-v0 +12 % wall
-per env step (its geometry and dynamics dominate). Most re-solves in clutter and the trot are not landings but
+slide: 2 of 47 solves), wall within noise; impact scenes pay for the re-solves (wall ranges of two runs on a loaded
+2-core machine): clutter (20 bodies) +11–38 % wall, +48 % Newton iterations (+55–82 % wall, 2.0× Newton at 1e-4), a
+dropped Go1 +17–36 %, the Go1 trot of CenicQuadruped-v0 +12–32 % wall per env step (2.2× solves, +56 % Newton). Most re-solves in clutter and the trot are not landings but
 loaded contacts whose normal force changes by more than √ε of itself per step, where the Lagged bound is O(δt) off.
 """
 from __future__ import annotations

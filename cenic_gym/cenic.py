@@ -9,6 +9,8 @@ Error control (§V-A): first-order step doubling — the full step and two half 
 e = ‖q^{n+1} − q̂^{n+1}‖_∞ on the raw generalized positions (S = I: metres, radians and quaternion components,
 as in Drake; physics-notes §4.4), and the half-step result is kept. The step size follows CENIC Alg. 1 with the
 paper's constants and Drake's safeguards (§4.5), p = 2. Fixed-step mode runs plain ICF steps (discrete Lagged ICF).
+Under error control each solve takes its friction bounds from the step's own normal impulses where the lagged ones
+disagree (:func:`cenic_gym.solver.solve_coulomb`, issue 10: Coulomb's law at impacts).
 """
 from __future__ import annotations
 
@@ -123,12 +125,14 @@ def integrate_q(q, v, dt, kind, iq, iv, nq, out):
 
 @njit(cache=True)
 def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
-             totals, integrate, plan, v, q_out):
+             totals, integrate, plan, v, q_out, friction_tol, fn_used):
     """One ICF step of size dt (CENIC eq. 21) from x^n = (q, v0): A = M + δt D, r = M v0 − δt (k − τ) (``bias``),
     solve ℓ from the warm start in ``v`` (overwritten by v^{n+1}), then (if ``integrate``) q_out = q ⊕ δt v^{n+1}
     with ``plan`` = (kind, q index, v index, nq) per joint (:func:`integrate_q`).
 
-    ``totals`` accumulates [solves, Newton iterations, line-search iterations, factorizations, failures].
+    ``totals`` accumulates [solves, Newton iterations, line-search iterations, factorizations, failures, friction
+    re-solves]. friction_tol, fn_used: friction bounds from the step's own normal impulses to (rtol, atol) (0: Lagged),
+    their normal forces written into fn_used (:func:`cenic_gym.solver.solve_coulomb`).
     Returns True when the solve converged."""
     nv = v0.shape[0]
     A = M.copy()
@@ -137,9 +141,11 @@ def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
     r = M @ v0
     for a in range(nv):
         r[a] -= dt * bias[a]
-    slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats)
+    extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats,
+                              friction_tol, fn_used)
     ok = stats[slv.CONVERGED] == 1
-    totals[0] += 1
+    totals[0] += 1 + extra
+    totals[5] += extra
     totals[1] += stats[slv.NEWTON_ITERS]
     totals[2] += stats[slv.LS_ITERS]
     totals[3] += stats[slv.FACTORIZATIONS]
@@ -152,17 +158,19 @@ def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
 
 @njit(cache=True)
 def icf_full_and_half(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers,
-                      tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half):
+                      tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half,
+                      friction_tol, fn_work):
     """The two solves of a step-doubling attempt that start from x^n (CENIC §V-A): the full step (warm start v^n)
-    and the first half step (warm start ½(v^n + v̂^{n+1})). Returns (full converged, half converged)."""
+    and the first half step (warm start ½(v^n + v̂^{n+1})); fn_work[0], fn_work[1] receive their friction bounds.
+    Returns (full converged, half converged)."""
     v_full[:] = v0
     if not icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse, L,
-                    stats, totals, integrate, plan, v_full, q_full):
+                    stats, totals, integrate, plan, v_full, q_full, friction_tol, fn_work[0]):
         return False, False
     for a in range(v0.shape[0]):
         v_half[a] = 0.5 * (v0[a] + v_full[a])
     ok = icf_step(q, v0, M, bias, damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half, couplers, tol, reuse,
-                  L, stats, totals, integrate, plan, v_half, q_half)
+                  L, stats, totals, integrate, plan, v_half, q_half, friction_tol, fn_work[1])
     return True, ok
 
 
@@ -188,6 +196,7 @@ class IntegratorStats:
     newton_iters: int = 0
     line_search_iters: int = 0
     factorizations: int = 0
+    friction_solves: int = 0  # solves beyond the first that moved friction bounds to the normal impulses (issue 10)
     geometry_queries: int = 0
     min_signed_distance: float = math.inf  # most negative contact φ [m] over accepted states (max penetration)
     min_dt: float = math.inf
@@ -336,8 +345,14 @@ class CenicIntegrator:
         self.start = self._new_cache(contact_margin)
         self.mid = self._new_cache(contact_margin)
         self._L = np.zeros((nv, nv))
+        # Friction bounds from the steps' own normal impulses (solver.solve_coulomb; plain Lagged in fixed steps). Those
+        # of the full and first half step go to _fn_work; the second half step writes its own into the mid cache's
+        # pool (its lagged f_n0 is not needed after that solve), where contact_results finds them.
+        self._fn_work = np.zeros((2, self.start.query.capacity))
+        self._friction_tol = slv.coulomb_tolerance(0.0 if self.fixed_step is not None else self.accuracy)
         self._solve_stats = np.zeros(4, dtype=np.int64)
-        self._totals = np.zeros(5, dtype=np.int64)  # solves, Newton, line search, factorizations, failures
+        # solves, Newton, line search, factorizations, failures, friction re-solves
+        self._totals = np.zeros(6, dtype=np.int64)
         self._no_gain = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
         self._integration_plan()
         self._stats = IntegratorStats()
@@ -396,8 +411,8 @@ class CenicIntegrator:
     def stats(self) -> IntegratorStats:
         """Counters so far (the solver counters live in a numba-side array and are copied in here)."""
         st = self._stats
-        st.solves, st.newton_iters, st.line_search_iters, st.factorizations, st.solver_failures = (
-            int(x) for x in self._totals)
+        (st.solves, st.newton_iters, st.line_search_iters, st.factorizations, st.solver_failures,
+         st.friction_solves) = (int(x) for x in self._totals)
         return st
 
     # ----------------------------------------------------------------------------------------------------------
@@ -473,7 +488,8 @@ class CenicIntegrator:
         ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
                       cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool,
                       self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals,
-                      self._numba_integrate, self._int_plan, v, q_next)
+                      self._numba_integrate, self._int_plan, v, q_next, self._friction_tol,
+                      cache.contact_pool[8])
         if not ok:
             q_next = cache.q  # converged implies finite (the solver checks every norm)
         elif not self._numba_integrate:
@@ -492,7 +508,7 @@ class CenicIntegrator:
             cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale, cache.contact_pool,
             cache.limit_pool, gains_full, gains_half, cache.coupler_pool,
             self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals, self._numba_integrate,
-            self._int_plan, v_full, q_full, v_half, q_half)
+            self._int_plan, v_full, q_full, v_half, q_half, self._friction_tol, self._fn_work)
         if not self._numba_integrate:
             if ok_full:
                 q_full = self._integrate(cache.q, v_full, dt)

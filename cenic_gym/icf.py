@@ -8,7 +8,9 @@ Three constraint pools, each a struct of flat arrays frozen at x^n (the *lagged*
   per contact i a compact 3 x m_i relative-velocity Jacobian ``Jc[i]`` over generalized-velocity columns
   ``cols[i, :ncols[i]]`` (world frame, v_c = v_B − v_A at the contact point), normal n̂ from A to B, signed distance
   φ0 [m], stiffness k [N/m], dissipation d [s/m], lagged friction coefficient μ, lagged normal force
-  f_n0 = k (−φ0)_+ (1 − d v_n^n)_+ [N] and a Delassus estimate w [1/kg] (regularized Lagged, ICF eq. 26).
+  f_n0 = k (−φ0)_+ (1 − d v_n^n)_+ [N] and a Delassus estimate w [1/kg] (regularized Lagged, ICF eq. 26). Under
+  error control a solve may replace f_n0 by the step's own average normal force (issue 10,
+  :func:`cenic_gym.solver.solve_coulomb`); the kernels only see a constant per solve.
 * limits (near-rigid one-sided joint limits, CENIC §IV-D with errata E1, E2): per 1-DOF joint the velocity index,
   position c^n, bounds, and the effective mass m = 1/W_ii.
 * gains (effort-limited linear control laws τ = clamp(b − c v, ±e), CENIC eq. 19–20 in the continuous Huber form

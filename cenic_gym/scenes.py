@@ -74,6 +74,18 @@ def rolling_sphere(U0=2.0, mu=0.5, radius=0.025, mass=0.5, stiffness=1e5, dissip
     return b.build()
 
 
+def falling_sphere(height=0.05, U0=2.0, mu=0.5, radius=0.025, mass=0.5, stiffness=1e7, dissipation=500.0):
+    """ICF §XI-B, Fig. 5 as the paper runs it: a 0.5 kg, 5 cm steel sphere released with its lowest point ``height``
+    above the ground, horizontal speed U0 and no spin; it lands, slides and rolls from 2U0/(7μg) after release
+    (tests/test_impact_friction.py derives it). ``stiffness`` is the combined pair stiffness [N/m]."""
+    mat = ContactMaterial(stiffness=2 * stiffness, dissipation=dissipation, mu_static=mu)
+    b = SceneBuilder()
+    b.add_ground(mat)
+    b.add_body("ball", Sphere(radius), mass=mass, position=(0, 0, radius + height), velocity=(U0, 0, 0),
+               material=mat)
+    return b.build()
+
+
 def clutter(n_objects=20, stiffness=1e5, dissipation=50.0, mu=0.5, seed=0, bin_inner=0.5, wall=0.05,
             wall_height=0.5, drop_height=0.1, spheres_only=False):
     """CENIC hard clutter: alternating 10 cm boxes (1 kg) and 10 cm spheres (0.524 kg) dropped into an open bin

@@ -5,16 +5,17 @@ Names in the simulator's model are ``"allegro/<name in the file>"``. Pinocchio o
 (index, thumb, middle, ring); here every per-joint array is in joint-name order (index 0–3, middle 4–7, ring 8–11,
 thumb 12–15), mapped through ``MultibodySystem.robot_v_indices``. Palm frame (``palm_link``): x is the palm normal
 (out of the palm, the side the fingers flex towards), y points from the ring finger to the index finger, z along the
-fingers; the palm box spans x ∈ [−0.0297, 0.0111] m, y ∈ ±0.0565 m, z ∈ [−0.095, 0] m. Numbers with their sources:
+fingers; the palm box spans x ∈ [−0.0297, 0.0111] m, y ∈ ±0.0565 m, z ∈ [−0.095, 0] m.
+Numbers with their sources:
 
 * KP 3 N m/rad, KD 0.1 N m s/rad, EFFORT_LIMIT 0.5 N m: the implicit actuator of Isaac Lab's ``ALLEGRO_HAND_CFG``
   (``isaaclab_assets/robots/allegro.py`` of the ``omni.isaac.lab`` releases: stiffness 3.0, damping 0.1, effort
   limit 0.5, the gains its Allegro cube-reorientation task was trained with; the LEAP-hand configs copied from it
   keep them; the current file has stiffness 1.0, same damping and limit). MuJoCo Menagerie's ``wonik_allegro`` is
   of the same order (position kp 1, joint damping 0.1). 0.5 N m at a 0.1 m lever is 5 N at a fingertip.
-* PASSIVE_DAMPING 0: the URDF's joint damping (3–10 N m s/rad) and friction (5–12 N m) are 6–100× the 0.1 N m s/rad
-  above and 10–20× the motor's torque (tuned for another simulator's drives: the fingers would barely move); the
-  damping the fingers see is the PD's K_d, implicit in every convex step like the file's damping would be. The
+* PASSIVE_DAMPING 0: the URDF's joint damping (3–10 N m s/rad) and friction (5–12 N m) are 30–100× the
+  0.1 N m s/rad above and 10–20× the motor's torque (tuned for another simulator's drives: the fingers would barely
+  move); the damping the fingers see is the PD's K_d, implicit in every convex step like the file's damping would be. The
   file's Coulomb joint friction is not simulated by the engine at all.
 * ARMATURE 1e-4 kg m²: Isaac Lab's current ``ALLEGRO_HAND_CFG`` (armature=1e-4), the reflected rotor inertia of the
   hand's small geared motors; it also keeps the lightest links (9.6 g distal phalanges) from being stiff-light.

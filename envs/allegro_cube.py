@@ -199,9 +199,9 @@ class AllegroCubeEnv(CenicEnv):
     The hand at NOMINAL (fingers raised as a wall in front of the cube, thumb open), PD targets at NOMINAL. The cube
     is released 4 mm above the palm face (``spawn_clearance``; the thumb's base box stands proud of the face under
     some yaws) with its centre at (−0.045, 0) m ± U(0.005) m per axis and yaw about the palm normal U(−π, π), and
-    falls onto the palm in the first step. Goal: uniform over SO(3) (``goal="so3"``), or the start orientation turned about the palm
-    normal by U(−π, π) (``goal="z"``); ``reset(options={"goal": (x, y, z, w)})`` fixes the first goal. With
-    ``domain_randomization``: cube edge U(0.06, 0.07) m, mass U(0.07, 0.13) kg, friction μ U(0.7, 1.2), K_p and K_d
+    falls onto the palm in the first step. Goal: uniform over SO(3) (``goal="so3"``), or the start orientation
+    turned about the palm normal by U(−π, π) (``goal="z"``); ``reset(options={"goal": (x, y, z, w)})`` fixes the
+    first goal. With ``domain_randomization``: cube edge U(0.06, 0.07) m, mass U(0.07, 0.13) kg, friction μ U(0.7, 1.2), K_p and K_d
     × U(0.9, 1.1) each, per episode (setters: nothing is rebuilt).
 
     ## Episode end

@@ -1,0 +1,442 @@
+"""CenicAllegro-v0: a Wonik Allegro right hand, palm up, reorients a cube resting on its palm to a goal orientation.
+
+Scene: the Allegro hand (example-robot-data: 16 revolute joints, boxes per link and fingertip spheres) welded to the
+world with its palm facing up, and a free cube on the palm; every finger joint under an implicit, effort-limited
+joint PD integrated inside each convex CENIC step. No ground: a cube that leaves the hand falls and ends the episode.
+Shape after MuJoCo Playground's ``manipulation/leap_hand/reorient.py`` (goal resampling on success, consecutive
+success count) and Isaac Lab's Allegro in-hand task (reward terms); constants in :mod:`allegro_constants`.
+
+Frames: world z is up and equals the palm normal; the fingers point along world +x, the thumb lies on the −y side.
+The palm face is the plane z = 0.0111 m; the palm box spans x ∈ [−0.095, 0] m, y ∈ ±0.0565 m.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from gymnasium import spaces
+
+from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder
+from cenic_gym.env import CenicEnv
+
+from . import allegro_constants as ac
+
+# palm link orientation in the world: palm normal (palm x) -> world z, fingers (palm z) -> world x
+PALM_ROTATION = np.array([[0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [1.0, 0.0, 0.0]])
+PALM_FACE_Z = ac.PALM_SURFACE_X  # world height of the palm face [m]
+# the hand's "open cup" pose [rad], joint-name order: fingers raised into a wall in front of the cube (base 0,
+# proximal 1.0, middle 0.9, distal 0.6), thumb lying open on the −y side (0.3, 0.2, 0.2, 0.2)
+NOMINAL = np.array([0.0, 1.0, 0.9, 0.6] * 3 + [0.3, 0.2, 0.2, 0.2])
+
+
+def default_config():
+    """Every number of the task (SI units: m, kg, s, rad), overridable by constructor kwargs."""
+    return dict(
+        control_period=0.05,  # 20 Hz (Playground's LeapCubeReorient ctrl_dt)
+        action_scale=0.1,  # joint target change per step [rad] at |a| = 1 (2 rad/s at 20 Hz)
+        kp=ac.KP, kd=ac.KD, effort_limit=ac.EFFORT_LIMIT,  # finger PD [N m/rad], [N m s/rad], [N m]
+        armature=ac.ARMATURE,  # reflected rotor inertia of every joint [kg m²]
+        # Contact: hand and cube share k, d (pair k/2 = 5e4 N/m: the resting 0.1 kg cube sags 5 µm on its four
+        # corners, a 5 N fingertip push 0.1 mm); Hunt-Crossley dissipation 20 s/m (as CenicFranka's pads)
+        stiffness=1e5, dissipation=20.0,
+        hand_friction=1.0,  # μ of the hand's links (rubber-coated fingertips and palm pad)
+        cube_friction=1.0,  # μ of the cube (pairs combine harmonically: 1.0 with the hand's 1.0)
+        cube_size=ac.CUBE_SIZE, cube_mass=ac.CUBE_MASS,  # [m], [kg]
+        cube_start=(-0.045, 0.0),  # cube centre (x, y) at reset [m]: over the palm centre (palm box z −0.0475)
+        start_position_noise=0.005,  # uniform ± on the start (x, y) [m]
+        start_yaw=(-math.pi, math.pi),  # cube yaw about the palm normal at reset, uniform [rad]
+        # the cube is released this far above the palm face [m]: the thumb's base box stands up to 3 mm proud of
+        # the face under a yawed cube's corner; 4 mm of fall lands at 0.28 m/s (0.2 mm transient sag)
+        spawn_clearance=0.004,
+        goal="so3",  # "so3": goals uniform over all orientations (Playground); "z": a uniform yaw about the palm
+        #              normal (world z) applied to the cube's orientation when the goal is drawn
+        success_threshold=0.1,  # orientation error [rad] that counts as reaching the goal (a new one is drawn)
+        success_threshold_wide=0.2,  # second, wider threshold only counted, for published comparisons [rad]
+        drop_height=0.0,  # the cube is dropped when its centre is this far above the palm face or lower [m]
+        # reward = Σ scale · term, per step (info["reward/<k>"] holds each scaled term)
+        reward_scales=dict(orientation=-1.0, position=-10.0, success=10.0, drop=-20.0, hand_pose=-0.1,
+                           action_rate=-0.01, energy=-0.01),
+        # domain randomization (ours; the ranges the issue asks for), drawn per episode when enabled
+        randomization=dict(cube_size=(0.06, 0.07), cube_mass=(0.07, 0.13), cube_friction=(0.7, 1.2),
+                           kp_scale=(0.9, 1.1), kd_scale=(0.9, 1.1)),
+        privileged_obs=False,  # True: Dict observation {"policy": (55,), "critic": (108,)}
+    )
+
+
+def randomize(config, rng):
+    """Per-episode physical parameters: nominal, or uniform draws from ``config["randomization"]`` when
+    ``domain_randomization`` is on (a dict there overrides some ranges)."""
+    dr = config["domain_randomization"]
+    ranges = config["randomization"] if dr is True else ({**config["randomization"], **dr} if dr else None)
+    if not ranges:
+        return dict(cube_size=config["cube_size"], cube_mass=config["cube_mass"],
+                    cube_friction=config["cube_friction"], kp_scale=1.0, kd_scale=1.0)
+    return {k: float(rng.uniform(*ranges[k])) for k in ("cube_size", "cube_mass", "cube_friction", "kp_scale",
+                                                          "kd_scale")}
+
+
+def cube_inertia(mass, size):
+    """Rotational inertia (3, 3) [kg m²] of a solid cube of ``mass`` [kg] and edge ``size`` [m] about its centre."""
+    return np.eye(3) * mass * size * size / 6.0
+
+
+def allegro_scene(config=None, nominal=NOMINAL):
+    """The palm-up Allegro hand at ``nominal`` and the cube resting on the palm at ``cube_start``, with the finger PD
+    holding ``nominal``: (MultibodySystem, JointPD). The cube is body ``"cube"`` with geometry ``"cube/0"``."""
+    c = {**default_config(), **(config or {})}
+    hand = ContactMaterial(stiffness=c["stiffness"], dissipation=c["dissipation"], mu_static=c["hand_friction"])
+    cube = ContactMaterial(stiffness=c["stiffness"], dissipation=c["dissipation"], mu_static=c["cube_friction"])
+    b = SceneBuilder()
+    b.add_robot("allegro", name=ac.ROBOT, rotation=PALM_ROTATION, material=hand,
+                q0=dict(zip(ac.JOINTS, np.asarray(nominal, dtype=float))), armature=c["armature"],
+                damping=ac.PASSIVE_DAMPING)
+    s = c["cube_size"]
+    b.add_body("cube", Box((s, s, s)), mass=c["cube_mass"],
+               position=(c["cube_start"][0], c["cube_start"][1], PALM_FACE_Z + 0.5 * s), material=cube)
+    system = b.build()
+    pd = JointPD(system, system.robot_v_indices(ac.ROBOT, ac.JOINTS), kp=c["kp"], kd=c["kd"], q_d=nominal,
+                 effort_limit=c["effort_limit"])
+    return system, pd
+
+
+# -- quaternions (x, y, z, w), as Pinocchio stores them --------------------------------------------------------
+def quat_multiply(a, b):
+    """Hamilton product a ⊗ b of quaternions (x, y, z, w)."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def quat_conjugate(q):
+    return np.array([-q[0], -q[1], -q[2], q[3]])
+
+
+def rotation_to_goal(q_cube, q_goal):
+    """The rotation q_goal ⊗ q_cube⁻¹ (world frame) taking the cube to the goal, sign fixed to w ≥ 0."""
+    d = quat_multiply(q_goal, quat_conjugate(q_cube))
+    return -d if d[3] < 0 else d
+
+
+def rotation_angle(q):
+    """Angle [rad] in [0, π] of the rotation of a unit quaternion (x, y, z, w)."""
+    return 2.0 * math.atan2(float(np.linalg.norm(q[:3])), abs(float(q[3])))
+
+
+def yaw_quaternion(angle):
+    """Rotation by ``angle`` [rad] about world z as a quaternion (x, y, z, w)."""
+    return np.array([0.0, 0.0, math.sin(0.5 * angle), math.cos(0.5 * angle)])
+
+
+def uniform_quaternion(rng):
+    """A uniformly distributed rotation (normalized 4-D Gaussian), w ≥ 0."""
+    q = rng.normal(size=4)
+    q /= np.linalg.norm(q)
+    return -q if q[3] < 0 else q
+
+
+class AllegroCubeEnv(CenicEnv):
+    """## Description
+
+    A Wonik Allegro right hand (16 actuated joints, 4 fingers), fixed with its palm facing up, holds a 6.5 cm,
+    0.1 kg cube resting on its palm and must turn it to a goal orientation. Each episode draws a goal; when the
+    cube is within 0.1 rad of it (and still in the hand) a new goal is drawn and the episode goes on, so the score
+    is the number of consecutive goals reached (``info["successes"]``; ``info["successes_wide"]`` counts the goals
+    on which the error came within 0.2 rad, for comparison with MuJoCo Playground's LeapCubeReorient and Isaac
+    Lab's Allegro cube numbers). Physics is CENIC at accuracy ε (default 1e-3): each 0.05 s step (20 Hz) moves the
+    joint targets, then the simulator advances under an implicit, effort-limited joint PD (3 N m/rad,
+    0.1 N m s/rad, 0.5 N m; :mod:`allegro_constants` gives the sources) integrated inside every convex contact
+    step, with as many adaptive substeps as the accuracy needs. Every link and fingertip collides with the cube and
+    with the other fingers.
+
+    ## Action space
+
+    ``Box(-1, 1, (16,), float32)``; out-of-range values are clipped, NaN or a wrong shape raise ``ValueError``.
+    Delta joint targets: q_d ← clip(q_d + 0.1 rad × a, joint limits) (``action_scale``); q_d starts at NOMINAL.
+    Joint order: index 0–3, middle 4–7, ring 8–11 (each: base rotation, proximal, middle, distal flexion), thumb
+    12–15 (``joint_<k>.0`` of the URDF).
+
+    ## Observation space
+
+    ``Box(-inf, inf, (55,), float32)``, world frame (z = palm normal, x along the fingers):
+
+    | index | observation                                                   | unit | noise std at obs_noise=1 |
+    |-------|---------------------------------------------------------------|------|--------------------------|
+    | 0–15  | joint positions                                               | rad  | 0.01                     |
+    | 16–31 | joint targets − joint positions                               | rad  | 0.01                     |
+    | 32–34 | cube centre − palm centre (0, −0.0475 m along x, on the palm face) | m | 0.002                  |
+    | 35–38 | rotation from cube to goal, quaternion q_goal ⊗ q_cube⁻¹ (x, y, z, w), w ≥ 0 | – | 0.01       |
+    | 39–54 | last applied action (= the previous action, unless ``action_delay`` > 0) | – | 0             |
+
+    With ``privileged_obs=True`` the observation is ``Dict(policy=Box((55,)), critic=Box((108,)))`` (asymmetric
+    actor-critic; noise only on "policy"). critic: 0–54 the policy observation without noise; 55–70 joint
+    velocities [rad/s]; 71–73 cube linear velocity [m/s]; 74–76 cube angular velocity [rad/s]; 77–88 fingertip
+    sphere centres − palm centre (index, middle, ring, thumb) [m]; 89–100 contact force on the cube from each
+    fingertip [N]; 101–104 cube orientation quaternion (x, y, z, w); 105 cube size [m]; 106 cube mass [kg];
+    107 cube friction μ. ``privileged_obs=False`` (default) keeps the flat Box that plain SB3 policies take.
+
+    ## Rewards
+
+    reward = Σ_k scale_k · term_k per step (``info["reward/<k>"]`` holds each scaled term; ``reward_scales``):
+
+    - orientation (−1.0): θ, the angle of q_goal ⊗ q_cube⁻¹ [rad] (before a reached goal is replaced)
+    - position (−10.0): ‖cube centre − its start position over the palm‖ [m]
+    - success (10.0): 1 on a step that reaches the goal (θ < 0.1 rad, cube in hand)
+    - drop (−20.0): 1 on the step the cube is dropped
+    - hand_pose (−0.1): ‖q − NOMINAL‖² [rad²]
+    - action_rate (−0.01): ‖a − a_prev‖²
+    - energy (−0.01): Σ_j |τ_j q̇_j| [W], τ the PD's applied torques (``Simulator.applied_effort``)
+
+    ## Success
+
+    ``info["is_success"]`` (``evaluate()``): this step reached the current goal (θ < ``success_threshold``) with
+    the cube in hand; the next goal is then drawn and the observation shows it. ``info["successes"]``: goals
+    reached so far in the episode (consecutive: a drop ends the episode); ``info["successes_wide"]``: goals on
+    which θ came below ``success_threshold_wide``; ``info["rotation_error"]``: θ [rad] before resampling.
+
+    ## Starting state
+
+    The hand at NOMINAL (fingers raised as a wall in front of the cube, thumb open), PD targets at NOMINAL. The cube
+    is released 4 mm above the palm face (``spawn_clearance``; the thumb's base box stands proud of the face under
+    some yaws) with its centre at (−0.045, 0) m ± U(0.005) m per axis and yaw about the palm normal U(−π, π), and
+    falls onto the palm in the first step. Goal: uniform over SO(3) (``goal="so3"``), or the start orientation
+    turned about the palm normal by U(−π, π) (``goal="z"``); ``reset(options={"goal": (x, y, z, w)})`` fixes the
+    first goal. With ``domain_randomization``: cube edge U(0.06, 0.07) m, mass U(0.07, 0.13) kg, friction μ U(0.7, 1.2), K_p and K_d
+    × U(0.9, 1.1) each, per episode (setters: nothing is rebuilt).
+
+    ## Episode end
+
+    Terminated when the cube is dropped: its centre at or below the palm face (``drop_height``); truncated after
+    400 steps (20 s, ``max_episode_steps``) or on a simulator failure (``info["sim_failure"]``).
+
+    ## Arguments
+
+    ``gym.make("CenicAllegro-v0", **kwargs)``: the common options of :mod:`cenic_gym.env` (accuracy, max_step,
+    fixed_step, control_period, domain_randomization, obs_noise, action_delay, render_mode) and every key of
+    :func:`default_config`, among them:
+
+    | kwarg                 | default      | meaning                                                        |
+    |-----------------------|--------------|----------------------------------------------------------------|
+    | action_scale          | 0.1          | joint target change per step [rad] at \\|a\\| = 1                |
+    | kp, kd, effort_limit  | 3, 0.1, 0.5  | finger PD [N m/rad], [N m s/rad], torque limit [N m]           |
+    | cube_size, cube_mass  | 0.065, 0.1   | cube edge [m], mass [kg]                                       |
+    | goal                  | "so3"        | goal distribution: "so3" or "z" (yaw about the palm normal)    |
+    | success_threshold     | 0.1          | orientation error of success [rad]                             |
+    | reward_scales         | above        | weights of the reward terms                                    |
+    | randomization         | above        | ranges of domain randomization                                 |
+    | privileged_obs        | False        | Dict observation with a critic part                            |
+
+    ## Version History
+
+    - v0: initial version (cenic-gym 0.1).
+    """
+
+    RESET_OPTIONS = ("goal",)
+    N_POLICY_OBS, N_CRITIC_OBS = 55, 108
+
+    @staticmethod
+    def default_config():
+        return default_config()
+
+    def __init__(self, **kwargs):
+        cfg = {**default_config(), **kwargs}
+        for key in ("action_scale", "cube_size", "cube_mass", "stiffness", "success_threshold",
+                    "success_threshold_wide", "effort_limit"):
+            v = cfg[key]
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not v > 0:
+                raise ValueError(f"{key} must be > 0, got {v!r}")
+        for key in ("kp", "kd", "dissipation", "hand_friction", "cube_friction", "armature", "start_position_noise",
+                    "spawn_clearance"):
+            v = cfg[key]
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not v >= 0:
+                raise ValueError(f"{key} must be >= 0, got {v!r}")
+        if cfg["goal"] not in ("so3", "z"):
+            raise ValueError(f"goal must be 'so3' or 'z', got {cfg['goal']!r}")
+        self.action_space = spaces.Box(-1.0, 1.0, (16,), np.float32)
+        policy = spaces.Box(-np.inf, np.inf, (self.N_POLICY_OBS,), np.float32)
+        if cfg.get("privileged_obs") is True:
+            self.observation_space = spaces.Dict(
+                policy=policy, critic=spaces.Box(-np.inf, np.inf, (self.N_CRITIC_OBS,), np.float32))
+        else:
+            self.observation_space = policy
+        super().__init__(**kwargs)
+        c = self.config
+        lo, hi = c["start_yaw"]
+        if not lo <= hi:
+            raise ValueError(f"start_yaw must be a range (low, high) with low <= high, got {c['start_yaw']!r}")
+
+    # -- scene ---------------------------------------------------------------------------------------------------
+    def _build(self):
+        system, pd = allegro_scene(self.config)
+        self.system, self.pd = system, pd
+        m = system.model
+        self.hand_q = system.robot_q_indices(ac.ROBOT, ac.JOINTS)
+        self.hand_v = system.robot_v_indices(ac.ROBOT, ac.JOINTS)
+        self.cube_q, self.cube_v = system.q_slice("cube"), system.v_slice("cube")
+        self.q_lower, self.q_upper = m.lowerPositionLimit[self.hand_q], m.upperPositionLimit[self.hand_q]
+        names = [g.name for g in system.geometries]
+        self.hand_geoms = [n for n in names if n.startswith(ac.ROBOT + "/")]
+        self._cube_geom = names.index("cube/0")
+        self._tip_of = {names.index(g): k for k, g in enumerate(ac.TIP_GEOMS)}
+        self.palm_centre = np.array([ac.PALM_CENTRE_Z, 0.0, PALM_FACE_Z])
+        return system, [pd]
+
+    # -- episode -------------------------------------------------------------------------------------------------
+    def _reset_task(self, options):
+        c, rng, sim = self.config, self.np_random, self.sim
+        fixed = None
+        if "goal" in options:
+            fixed = np.asarray(options["goal"], dtype=float).reshape(-1)
+            norm = float(np.linalg.norm(fixed)) if fixed.shape == (4,) and np.all(np.isfinite(fixed)) else 0.0
+            if not norm > 1e-9:
+                raise ValueError(f"reset option goal must be a quaternion of 4 finite numbers (x, y, z, w), not all "
+                                 f"zero, got {options['goal']!r}")
+            fixed = fixed / norm
+        params = randomize(c, rng)
+        self._apply_params(params)
+        size = params["cube_size"]
+        xy = np.asarray(c["cube_start"], dtype=float) + rng.uniform(-1.0, 1.0, 2) * c["start_position_noise"]
+        yaw = rng.uniform(*c["start_yaw"])
+        q = sim.q
+        q[self.hand_q] = NOMINAL
+        z = PALM_FACE_Z + 0.5 * size + c["spawn_clearance"]
+        q[self.cube_q] = np.concatenate([[xy[0], xy[1], z], yaw_quaternion(yaw)])
+        sim.set_state(q=q, v=np.zeros(self.system.nv))
+        self.q_target = NOMINAL.copy()
+        self.pd.set_target(q_d=self.q_target)
+        self.home = q[self.cube_q][:3].copy()
+        self.params = params
+        self.applied = np.zeros(16)
+        self.successes, self.successes_wide = 0, 0
+        self.goal = fixed if fixed is not None else self._sample_goal(q[self.cube_q][3:7])
+        self.wide_reached = False  # the current goal came within success_threshold_wide
+        self.reached = False  # the last step reached its goal
+        self.dropped = False
+        self.rot_error = rotation_angle(rotation_to_goal(q[self.cube_q][3:7], self.goal))
+        self.pending_update = False
+
+    def _sample_goal(self, q_cube):
+        rng = self.np_random
+        if self.config["goal"] == "so3":
+            return uniform_quaternion(rng)
+        g = quat_multiply(yaw_quaternion(rng.uniform(-math.pi, math.pi)), q_cube)
+        return -g if g[3] < 0 else g
+
+    def _apply_params(self, p):
+        """Domain randomization by setters (nothing rebuilt): cube size, mass, friction, PD gains."""
+        if not self.config["domain_randomization"]:
+            return  # reset restored the nominal parameters
+        sim, c = self.sim, self.config
+        s, m = p["cube_size"], p["cube_mass"]
+        sim.set_geometry_shape("cube/0", Box((s, s, s)))
+        sim.set_body_inertia("cube", mass=m, com=np.zeros(3), inertia=cube_inertia(m, s))
+        sim.set_geometry_material(["cube/0"], mu_static=p["cube_friction"], mu_dynamic=p["cube_friction"])
+        self.pd.set_gains(kp=c["kp"] * p["kp_scale"], kd=c["kd"] * p["kd_scale"])
+
+    def _apply_action(self, action):
+        self.applied = np.asarray(action, dtype=float).copy()
+        self.q_target = np.clip(self.q_target + self.config["action_scale"] * self.applied, self.q_lower,
+                                self.q_upper)
+        self.pd.set_target(q_d=self.q_target)
+        self.pending_update = True
+
+    # -- per-step bookkeeping (once after each advance: goal reached, drop, next goal) ---------------------------
+    def _update(self):
+        c = self.config
+        q_cube = self.sim.q[self.cube_q]
+        self.rot_error = rotation_angle(rotation_to_goal(q_cube[3:7], self.goal))
+        self.dropped = bool(q_cube[2] - PALM_FACE_Z <= c["drop_height"])
+        if not self.dropped and self.rot_error < c["success_threshold_wide"] and not self.wide_reached:
+            self.wide_reached = True
+            self.successes_wide += 1
+        self.reached = bool(not self.dropped and self.rot_error < c["success_threshold"])
+        if self.reached:
+            self.successes += 1
+            self.goal = self._sample_goal(q_cube[3:7])
+            self.wide_reached = False
+        self.pending_update = False
+
+    # -- what the policy sees ------------------------------------------------------------------------------------
+    def _observe(self):
+        if self.pending_update:
+            self._update()
+        q, v = self.sim.q, self.sim.v
+        qh = q[self.hand_q]
+        q_cube = q[self.cube_q]
+        obs = np.concatenate([qh, self.q_target - qh, q_cube[:3] - self.palm_centre,
+                              rotation_to_goal(q_cube[3:7], self.goal), self.applied])
+        if not self.config["privileged_obs"]:
+            return obs
+        p = self.params
+        tips = np.concatenate([self.sim.body_pose(f)[0] - self.palm_centre for f in ac.TIP_FRAMES])
+        critic = np.concatenate([obs, v[self.hand_v], v[self.cube_v], tips, self.tip_forces().ravel(), q_cube[3:7],
+                                 [p["cube_size"], p["cube_mass"], p["cube_friction"]]])
+        return dict(policy=obs, critic=critic)
+
+    def tip_forces(self):
+        """(4, 3) contact force [N] (world frame) each fingertip sphere (index, middle, ring, thumb) exerted on the
+        cube in the last accepted step."""
+        out = np.zeros((4, 3))
+        if self.sim.t == 0.0:
+            return out
+        cr = self.sim.contact_results()
+        cube, tip_of = self._cube_geom, self._tip_of
+        for i, (a, b) in enumerate(zip(cr.geom_a.tolist(), cr.geom_b.tolist())):
+            if b == cube and a in tip_of:
+                out[tip_of[a]] += cr.force[i]  # force acts on B (the cube)
+            elif a == cube and b in tip_of:
+                out[tip_of[b]] -= cr.force[i]
+        return out
+
+    def _noisy(self, obs):
+        if isinstance(obs, dict):  # noise on the policy's part only; the critic sees the truth
+            return dict(policy=super()._noisy(obs["policy"]), critic=np.asarray(obs["critic"], dtype=np.float32))
+        return super()._noisy(obs)
+
+    def _obs_noise_scale(self):
+        """Std at obs_noise=1: 0.01 rad on joint positions (and so on target − position), 2 mm on the cube
+        position, 0.01 on the rotation quaternion; none on the last action."""
+        return np.concatenate([np.full(32, 0.01), np.full(3, 0.002), np.full(4, 0.01), np.zeros(16)])
+
+    # -- reward, success, termination ----------------------------------------------------------------------------
+    def _reward_terms(self, action, prev_action):
+        c = self.config
+        q, v = self.sim.q, self.sim.v
+        tau = self.sim.applied_effort(self.pd)
+        terms = dict(
+            orientation=self.rot_error,
+            position=float(np.linalg.norm(q[self.cube_q][:3] - self.home)),
+            success=float(self.reached),
+            drop=float(self.dropped),
+            hand_pose=float(np.sum((q[self.hand_q] - NOMINAL) ** 2)),
+            action_rate=float(np.sum((action - prev_action) ** 2)),
+            energy=float(np.sum(np.abs(tau * v[self.hand_v]))),
+        )
+        return {k: c["reward_scales"][k] * val for k, val in terms.items()}
+
+    def evaluate(self):
+        """Success and its parts (kept apart from the reward): the goal reached on this step, the error before a
+        reached goal was replaced, the counts of the episode, the drop."""
+        return dict(success=self.reached, rotation_error=self.rot_error, successes=self.successes,
+                    successes_wide=self.successes_wide, dropped=self.dropped)
+
+    def _terminated(self):
+        return self.dropped
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if "sim_failure" not in info:
+            info.update(successes=self.successes, successes_wide=self.successes_wide, rotation_error=self.rot_error)
+        return obs, reward, terminated, truncated, info
+
+    # -- state ---------------------------------------------------------------------------------------------------
+    _TASK_KEYS = ("q_target", "home", "params", "applied", "successes", "successes_wide", "goal", "wide_reached",
+                  "reached", "dropped", "rot_error", "pending_update")
+
+    def _task_state(self):
+        return {k: getattr(self, k) for k in self._TASK_KEYS}
+
+    def _set_task_state(self, state):
+        for k in self._TASK_KEYS:
+            setattr(self, k, state[k])
+        self.pd.set_target(q_d=self.q_target)

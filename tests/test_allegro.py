@@ -1,0 +1,207 @@
+"""CenicAllegro-v0 physics sanity and task logic (the env contract itself is tests/test_envs.py's, for every id).
+
+Physical claims checked against analytic answers: a cube resting in the palm is in static equilibrium (the contact
+forces on it sum to m g) and stays put (drift, speed); a fingertip pressing the cube obeys the contact law
+(f_n = k_pair · penetration at rest) and the finger is in static equilibrium (PD torque + Jᵀ f = gravity torque);
+random actions keep fingertip/cube penetration under 1 mm.
+"""
+import math
+
+import gymnasium as gym
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import cenic_gym  # noqa: F401  (registers the envs)
+from cenic_gym.envs import allegro_constants as ac
+from cenic_gym.envs.allegro_cube import NOMINAL, PALM_FACE_Z, AllegroCubeEnv, yaw_quaternion
+
+G = 9.81
+STILL = dict(start_yaw=(0.0, 0.0), start_position_noise=0.0)
+PRESS = (0.0, 1.3, 1.2, 0.8)  # middle finger curled over the cube: its fingertip presses the top face
+
+
+def make(**kw):
+    return gym.make("CenicAllegro-v0", **kw).unwrapped
+
+
+def contacts_on_cube(sim):
+    """(geometry names touching the cube, net contact force on the cube [N], rows as (name, force on the cube,
+    φ))."""
+    cr = sim.contact_results()
+    rows = []
+    for i in range(cr.n):
+        if cr.body_b[i] == "cube":
+            rows.append((cr.names_a[i], cr.force[i], cr.phi[i]))
+        elif cr.body_a[i] == "cube":
+            rows.append((cr.names_b[i], -cr.force[i], cr.phi[i]))
+    total = sum((f for _, f, _ in rows), np.zeros(3))
+    return {n for n, _, _ in rows}, total, rows
+
+
+def hold(env, q_target, steps):
+    env.q_target = np.asarray(q_target, dtype=float).copy()
+    env.pd.set_target(q_d=env.q_target)
+    for _ in range(steps):
+        env.step(np.zeros(16))
+
+
+def test_cube_rests_in_the_palm_for_10_s():
+    env = make(**STILL)
+    env.reset(seed=0)
+    m = env.config["cube_mass"]
+    for _ in range(10):  # 0.5 s: the 4 mm release and settling
+        env.step(np.zeros(16))
+    p0, _ = env.sim.body_pose("cube")
+    max_speed = 0.0
+    for _ in range(200):  # 10 s
+        _, _, term, trunc, _ = env.step(np.zeros(16))
+        assert not (term or trunc)
+        v, _ = env.sim.body_velocity("cube")
+        max_speed = max(max_speed, float(np.linalg.norm(v)))
+    p1, R = env.sim.body_pose("cube")
+    assert np.linalg.norm(p1 - p0) < 1e-3
+    assert max_speed < 1e-3
+    # static equilibrium: the contacts carry exactly the cube's weight, on the palm (and the thumb's base box)
+    names, total, rows = contacts_on_cube(env.sim)
+    assert ac.PALM_GEOM in names
+    np.testing.assert_allclose(total, [0.0, 0.0, m * G], atol=0.01 * m * G)
+    # resting on its face: bottom within 1.5 mm of the palm face, tilt under 3°
+    assert abs(p1[2] - 0.5 * env.config["cube_size"] - PALM_FACE_Z) < 1.5e-3
+    assert R[2, 2] > math.cos(math.radians(3.0))
+
+
+def test_fingertip_press_obeys_contact_law_and_finger_statics():
+    env = make(**STILL)
+    env.reset(seed=0)
+    hold(env, NOMINAL, 10)
+    target = NOMINAL.copy()
+    target[4:8] = PRESS
+    hold(env, target, 30)
+    sim, system = env.sim, env.system
+    names, total, rows = contacts_on_cube(sim)
+    tip = ac.TIP_GEOMS[1]
+    assert tip in names
+    # the cube stays in static equilibrium: the fingertip's push is taken up by the palm
+    m = env.config["cube_mass"]
+    np.testing.assert_allclose(total, [0.0, 0.0, m * G], atol=0.02 * m * G)
+    f_tip = env.tip_forces()[1]
+    assert f_tip[2] < -1.0  # pressing down by more than a newton
+    # contact law at rest: f_n = (k/2) (−φ) with hand and cube both of stiffness k (springs in series)
+    k_pair = 0.5 * env.config["stiffness"]
+    cr = sim.contact_results()
+    for i in range(cr.n):
+        if {cr.names_a[i], cr.names_b[i]} == {tip, "cube/0"}:
+            fn = abs(float(cr.force[i] @ cr.normal[i]))
+            assert fn == pytest.approx(k_pair * -cr.phi[i], rel=0.05)
+            assert -cr.phi[i] < 1e-3
+    # finger statics: PD torque + Σ Jᵀ f(contacts on the middle finger) = gravity torque, on its 4 joints
+    model = system.model
+    data = model.createData()
+    q = sim.q
+    pin.computeJointJacobians(model, data, q)
+    pin.framesForwardKinematics(model, data, q)
+    tau_contact = np.zeros(model.nv)
+    for i in range(cr.n):
+        for name, sign in ((cr.names_a[i], -1.0), (cr.names_b[i], 1.0)):  # cr.force acts on B
+            g = next(g for g in system.geometries if g.name == name)
+            if g.joint == 0:
+                continue
+            J = pin.getJointJacobian(model, data, g.joint, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+            r = cr.point[i] - data.oMi[g.joint].translation
+            J_point = J[:3] - pin.skew(r) @ J[3:]
+            tau_contact += J_point.T @ (sign * cr.force[i])
+    gravity = pin.computeGeneralizedGravity(model, data, q)
+    tau_pd = np.zeros(model.nv)
+    tau_pd[env.pd.dofs] = sim.applied_effort(env.pd)
+    middle = env.hand_v[4:8]
+    residual = tau_pd[middle] + tau_contact[middle] - gravity[middle]
+    assert np.max(np.abs(residual)) < 0.02 * env.config["effort_limit"]
+    assert np.max(np.abs(tau_pd[middle])) <= env.config["effort_limit"] + 1e-9
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_actions_keep_penetration_under_1_mm(seed):
+    env = make()
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    for _ in range(60):
+        obs, r, term, trunc, info = env.step(rng.uniform(-1, 1, 16))
+        assert np.all(np.isfinite(obs)) and math.isfinite(r) and "sim_failure" not in info
+        _, _, rows = contacts_on_cube(env.sim)
+        worst = max([worst] + [-phi for _, _, phi in rows])
+        if term:
+            env.reset(seed=seed + 100)
+    assert worst < 1e-3
+
+
+def test_goal_reached_counts_and_resamples():
+    env = make(**STILL, goal="z")
+    env.reset(seed=0, options={"goal": yaw_quaternion(0.0)})
+    _, _, _, _, info = env.step(np.zeros(16))
+    assert info["is_success"] and info["successes"] == 1 and info["successes_wide"] == 1
+    assert info["reward/success"] == env.config["reward_scales"]["success"]
+    assert env.rot_error < 0.1
+    # the next goal is a new yaw about the palm normal: its rotation from the cube has only a z part
+    assert not np.allclose(env.goal, yaw_quaternion(0.0))
+    d = env._observe()[35:39]
+    assert abs(d[0]) < 0.05 and abs(d[1]) < 0.05
+    # a goal 0.15 rad away counts at 0.2 rad only, once
+    env.reset(seed=0, options={"goal": yaw_quaternion(0.15)})
+    for _ in range(3):
+        _, _, _, _, info = env.step(np.zeros(16))
+        assert not info["is_success"]
+    assert info["successes"] == 0 and info["successes_wide"] == 1
+    assert 0.1 < info["rotation_error"] < 0.2
+
+
+def test_drop_terminates_with_penalty():
+    env = make(**STILL, cube_start=(-0.2, 0.0))  # released beyond the palm's heel: it falls
+    env.reset(seed=0)
+    for k in range(40):
+        _, r, term, _, info = env.step(np.zeros(16))
+        if term:
+            break
+    assert term and info["reward/drop"] == env.config["reward_scales"]["drop"]
+    assert env.evaluate()["dropped"]
+
+
+def test_privileged_observation_parts():
+    env = make(**STILL, privileged_obs=True)
+    obs, _ = env.reset(seed=0)
+    assert obs["critic"].shape == (AllegroCubeEnv.N_CRITIC_OBS,)
+    np.testing.assert_array_equal(obs["critic"][:55], obs["policy"])
+    target = NOMINAL.copy()
+    target[4:8] = PRESS
+    hold(env, target, 30)
+    critic = env._observe()["critic"]
+    np.testing.assert_allclose(critic[89:101].reshape(4, 3), env.tip_forces())
+    assert critic[92:95][2] < -1.0  # the middle fingertip's push
+    tip, _ = env.sim.body_pose(ac.TIP_FRAMES[1])
+    np.testing.assert_allclose(critic[80:83], tip - env.palm_centre)
+    np.testing.assert_allclose(critic[105:108], [0.065, 0.1, 1.0])
+
+
+def test_domain_randomization_resizes_the_cube():
+    env = make(**STILL, domain_randomization={"cube_size": (0.06, 0.06), "cube_mass": (0.07, 0.07)})
+    env.reset(seed=0)
+    for _ in range(10):
+        env.step(np.zeros(16))
+    p, _ = env.sim.body_pose("cube")
+    assert abs(p[2] - 0.03 - PALM_FACE_Z) < 1.5e-3  # rests on its face: centre half an edge above the palm
+    _, total, _ = contacts_on_cube(env.sim)
+    assert total[2] == pytest.approx(0.07 * G, rel=0.01)
+
+
+@pytest.mark.parametrize("bad", [{"goal": (0, 0, 0, 0)}, {"goal": (1, 2)}, {"goal": (np.nan, 0, 0, 1)}])
+def test_bad_goal_option_raises(bad):
+    env = make()
+    with pytest.raises(ValueError, match="goal"):
+        env.reset(seed=0, options=bad)
+
+
+@pytest.mark.parametrize("kw", [{"goal": "xyz"}, {"cube_size": -0.1}, {"kp": -1.0}, {"start_yaw": (1.0, 0.0)}])
+def test_bad_task_kwargs_raise(kw):
+    with pytest.raises(ValueError, match=next(iter(kw))):
+        make(**kw)

@@ -3,7 +3,8 @@
 **The gripper** (URDF in ``assets/``, shipped as ``cenic_gym.assets``, written by :func:`gripper_urdf`) is a gantry: a fixed root link
 ``gantry`` at the pose given to :func:`add_suction_gripper`, prismatic joints ``x``, ``y``, ``z`` (world axes)
 carrying the ``tool`` plate (1 kg, 12 × 12 × 2 cm box), and under the plate a ``rows × cols`` array of cups (4 cm
-pitch). Each cup (link ``cup_<i>``, 30 g) is a cylinder (radius 12 mm, 19 mm long) whose lip is a ring of 6 spheres
+pitch; ``yaw=True`` adds a revolute ``yaw`` joint above the tool). Each cup (link ``cup_<i>``, 20 g) is a cylinder
+(radius 15 mm, 19 mm long) whose lip is a ring of 6 spheres
 (radius 1.5 mm, reaching 1 mm below the cylinder's bottom face: the lip plane, 20 mm below the cup top), on a
 prismatic joint ``cup_<i>`` along the tool's z axis: q > 0 compresses the bellows (the cup moves up towards the
 plate), q < 0 extends it; the joint limits are the bellows stroke (±5 mm). The lip spheres give every cup a
@@ -28,21 +29,40 @@ N = C − d n̂). The force on the object at N and its reaction on the cup at C 
 with s = 1 when the gripper is ``on``, 0 when off. f is the inverse-distance law f_max d_sat / d (CENIC: "a force
 on nearby objects inversely proportional to distance"), saturated at f_max for d ≤ d_sat (a sealed cup: f_max is
 the vacuum pressure times the cup area) and shifted by a constant so that it falls continuously to 0 at the cut-off
-d_cut (no force jump). Defaults: f_max = 20 N per cup (≈ 44 kPa on the 12 mm cup), d_sat = 2.5 mm, d_cut = 5 cm.
+d_cut (no force jump). Defaults: f_max = 50 N per cup (≈ 71 kPa on the 15 mm cup), d_sat = 5 mm, d_cut = 5 cm.
 The factor max(0, cos θ) = max(0, −n̂·â) makes suction directional: full strength straight in front of the mouth,
 none beside or behind the cup. The pair is central (along C–N) and equal and opposite, so it exerts no net force or
 torque on the system. Generalized forces use world Jacobians of the two points: τ = J_N,objᵀ f_G + J_C,cupᵀ f_cup
 on ``dofs`` = the gantry joints, the cup joints and the object bodies' velocities (no effort limits).
 
-Distances: numba narrow phase (a zero-radius sphere at C against spheres, boxes, capsules; one numba call for all
-cup–geometry pairs); coal (a 1 µm sphere, its radius added back) for cylinders and convex meshes.
+**Seal/leak model** (``seal=True``, default). A cup only builds its vacuum where its lip meets the surface. Lip
+points P_j = C + r (cos φ_j û + sin φ_j ŵ), j = 0 … 23 (r = 13.5 mm, the lip spheres' centre circle; û, ŵ the
+mouth frame's x, y axes) at distance d_j from G have the relative gap e_j = d_j − d; each seals with the weight
+w(e) = 1 for e ≤ seal_gap (0.5 mm), 0 for e ≥ leak_gap (2 mm), linear between, and the seal fraction
+σ = mean_j w(e_j) multiplies the force: f_G = s · f(d) · max(0, cos θ) · σ · n̂. A flat face parallel to the mouth
+gives σ = 1; a cup centred on a straight edge σ ≈ 0.52 (half its lip over the void, plus the points within
+seal_gap of the edge); a face tilted by θ seals the points with r cos φ sin θ < 2 mm (σ = 1 up to 2°, ≈ 0.7 at
+15°). **Payload** (:meth:`SuctionGripper.payload`): a sealed cup holds f_max / g statically (5.1 kg at 50 N) on a
+level face; a cup with seal fraction σ holds σ f_max / g, so an off-centre pick with cups over an edge fails when
+m g > Σ σ_i f_max (``tests/test_suction_env.py``). Dynamic loads (a box released from the air, fast lifts) need
+margin, as on hardware.
 
-**Time integration.** By default implicit: linearized by the base class' forward differences (CENIC §V-C,
-eq. 26–29) about the predicted configuration q̃ = q^n ⊕ δt v^n. Suction is attractive and grows as the gap closes —
-a negative stiffness — so the diagonal of −∂τ/∂v is ≤ 0 for approach motions, and those DOFs get C = 0: the law
-is then evaluated at q̃ (an explicit predictor) and error control keeps the steps small while the gap closes.
-Positive entries (e.g. the centring stiffness f/ρ of a curved object moving sideways under a cup) are kept.
-``implicit=False`` gives the plain explicit treatment τ = g(q^n) used by most simulators (CENIC Fig. 13b).
+**Shadowing.** The nearest object takes a cup's air flow: a pair whose distance exceeds that cup's nearest facing
+pair (f > 0) by Δ gets the weight clamp(1 − Δ / shadow, 0, 1) (shadow = 5 mm), so a cup holding one box does not
+pull its neighbours through it.
+
+Distances: numba narrow phase (a zero-radius sphere at C and at the lip points against spheres, boxes, capsules;
+one numba call for all cup–geometry pairs); coal (a 1 µm sphere, its radius added back) for cylinders and meshes.
+
+**Time integration.** By default implicit: linearized about the predicted configuration q̃ = q^n ⊕ δt v^n (CENIC
+§V-C, eq. 26–29). The diagonal ∂τ_i/∂q_i comes from one numba kernel (:func:`_diagonal_kernel`: every cup and
+object moved rigidly along column i of the world Jacobian, the pairs re-evaluated, a forward difference), instead of
+1 + len(dofs) Python evaluations of the law (14 for one box); off, or nothing within d_cut, costs nothing.
+Suction is attractive and grows as the gap closes — a negative stiffness — so the diagonal of −∂τ/∂v is ≤ 0 for
+approach motions, and those DOFs get C = 0: the law is then evaluated at q̃ (an explicit predictor) and error
+control keeps the steps small while the gap closes. Positive entries (the centring stiffness f/ρ of a curved
+object or an edge moving sideways under a cup) are kept. ``implicit=False`` gives the plain explicit treatment
+τ = g(q^n) used by most simulators (CENIC Fig. 13b).
 """
 from __future__ import annotations
 

@@ -49,7 +49,8 @@ def _register_envs():
              ("CenicFrankaGoal-v0", "franka_box:FrankaBoxEnv", 200, {"goal_conditioned": True,
                                                                     "reward_type": "sparse"}),
              ("CenicQuadruped-v0", "quadruped:QuadrupedEnv", 1000, {}),
-             ("CenicAllegro-v0", "allegro_cube:AllegroCubeEnv", 400, {})]
+             ("CenicAllegro-v0", "allegro_cube:AllegroCubeEnv", 400, {}),
+             ("CenicSuction-v0", "suction_pick:SuctionPickEnv", 200, {})]
     for env_id, entry, steps, kwargs in specs:
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=f"cenic_gym.envs.{entry}", max_episode_steps=steps,

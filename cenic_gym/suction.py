@@ -3,7 +3,8 @@
 **The gripper** (URDF in ``assets/``, shipped as ``cenic_gym.assets``, written by :func:`gripper_urdf`) is a gantry: a fixed root link
 ``gantry`` at the pose given to :func:`add_suction_gripper`, prismatic joints ``x``, ``y``, ``z`` (world axes)
 carrying the ``tool`` plate (1 kg, 12 × 12 × 2 cm box), and under the plate a ``rows × cols`` array of cups (4 cm
-pitch). Each cup (link ``cup_<i>``, 30 g) is a cylinder (radius 12 mm, 19 mm long) whose lip is a ring of 6 spheres
+pitch; ``yaw=True`` adds a revolute ``yaw`` joint above the tool). Each cup (link ``cup_<i>``, 20 g) is a cylinder
+(radius 15 mm, 19 mm long) whose lip is a ring of 6 spheres
 (radius 1.5 mm, reaching 1 mm below the cylinder's bottom face: the lip plane, 20 mm below the cup top), on a
 prismatic joint ``cup_<i>`` along the tool's z axis: q > 0 compresses the bellows (the cup moves up towards the
 plate), q < 0 extends it; the joint limits are the bellows stroke (±5 mm). The lip spheres give every cup a
@@ -28,21 +29,40 @@ N = C − d n̂). The force on the object at N and its reaction on the cup at C 
 with s = 1 when the gripper is ``on``, 0 when off. f is the inverse-distance law f_max d_sat / d (CENIC: "a force
 on nearby objects inversely proportional to distance"), saturated at f_max for d ≤ d_sat (a sealed cup: f_max is
 the vacuum pressure times the cup area) and shifted by a constant so that it falls continuously to 0 at the cut-off
-d_cut (no force jump). Defaults: f_max = 20 N per cup (≈ 44 kPa on the 12 mm cup), d_sat = 2.5 mm, d_cut = 5 cm.
+d_cut (no force jump). Defaults: f_max = 50 N per cup (≈ 71 kPa on the 15 mm cup), d_sat = 5 mm, d_cut = 5 cm.
 The factor max(0, cos θ) = max(0, −n̂·â) makes suction directional: full strength straight in front of the mouth,
 none beside or behind the cup. The pair is central (along C–N) and equal and opposite, so it exerts no net force or
 torque on the system. Generalized forces use world Jacobians of the two points: τ = J_N,objᵀ f_G + J_C,cupᵀ f_cup
 on ``dofs`` = the gantry joints, the cup joints and the object bodies' velocities (no effort limits).
 
-Distances: numba narrow phase (a zero-radius sphere at C against spheres, boxes, capsules; one numba call for all
-cup–geometry pairs); coal (a 1 µm sphere, its radius added back) for cylinders and convex meshes.
+**Seal/leak model** (``seal=True``, default). A cup only builds its vacuum where its lip meets the surface. Lip
+points P_j = C + r (cos φ_j û + sin φ_j ŵ), j = 0 … 23 (r = 13.5 mm, the lip spheres' centre circle; û, ŵ the
+mouth frame's x, y axes) at distance d_j from G have the relative gap e_j = d_j − d; each seals with the weight
+w(e) = 1 for e ≤ seal_gap (0.5 mm), 0 for e ≥ leak_gap (2 mm), linear between, and the seal fraction
+σ = mean_j w(e_j) multiplies the force: f_G = s · f(d) · max(0, cos θ) · σ · n̂. A flat face parallel to the mouth
+gives σ = 1; a cup centred on a straight edge σ ≈ 0.52 (half its lip over the void, plus the points within
+seal_gap of the edge); a face tilted by θ seals the points with r cos φ sin θ < 2 mm (σ = 1 up to 2°, ≈ 0.7 at
+15°). **Payload** (:meth:`SuctionGripper.payload`): a sealed cup holds f_max / g statically (5.1 kg at 50 N) on a
+level face; a cup with seal fraction σ holds σ f_max / g, so an off-centre pick with cups over an edge fails when
+m g > Σ σ_i f_max (``tests/test_suction_env.py``). Dynamic loads (a box released from the air, fast lifts) need
+margin, as on hardware.
 
-**Time integration.** By default implicit: linearized by the base class' forward differences (CENIC §V-C,
-eq. 26–29) about the predicted configuration q̃ = q^n ⊕ δt v^n. Suction is attractive and grows as the gap closes —
-a negative stiffness — so the diagonal of −∂τ/∂v is ≤ 0 for approach motions, and those DOFs get C = 0: the law
-is then evaluated at q̃ (an explicit predictor) and error control keeps the steps small while the gap closes.
-Positive entries (e.g. the centring stiffness f/ρ of a curved object moving sideways under a cup) are kept.
-``implicit=False`` gives the plain explicit treatment τ = g(q^n) used by most simulators (CENIC Fig. 13b).
+**Shadowing.** The nearest object takes a cup's air flow: a pair whose distance exceeds that cup's nearest facing
+pair (f > 0) by Δ gets the weight clamp(1 − Δ / shadow, 0, 1) (shadow = 5 mm), so a cup holding one box does not
+pull its neighbours through it.
+
+Distances: numba narrow phase (a zero-radius sphere at C and at the lip points against spheres, boxes, capsules;
+one numba call for all cup–geometry pairs); coal (a 1 µm sphere, its radius added back) for cylinders and meshes.
+
+**Time integration.** By default implicit: linearized about the predicted configuration q̃ = q^n ⊕ δt v^n (CENIC
+§V-C, eq. 26–29). The diagonal ∂τ_i/∂q_i comes from one numba kernel (:func:`_diagonal_kernel`: every cup and
+object moved rigidly along column i of the world Jacobian, the pairs re-evaluated, a forward difference), instead of
+1 + len(dofs) Python evaluations of the law (14 for one box); off, or nothing within d_cut, costs nothing.
+Suction is attractive and grows as the gap closes — a negative stiffness — so the diagonal of −∂τ/∂v is ≤ 0 for
+approach motions, and those DOFs get C = 0: the law is then evaluated at q̃ (an explicit predictor) and error
+control keeps the steps small while the gap closes. Positive entries (the centring stiffness f/ρ of a curved
+object or an edge moving sideways under a cup) are kept. ``implicit=False`` gives the plain explicit treatment
+τ = g(q^n) used by most simulators (CENIC Fig. 13b).
 """
 from __future__ import annotations
 
@@ -58,7 +78,7 @@ from numba import njit
 
 from . import narrowphase as nph
 from .contact import compute_kinematics
-from .external import ExternalSystem, JointPD
+from .external import ExternalSystem, JointPD, Linearization
 from .model import Box, ContactMaterial, SceneBuilder
 
 ASSET_DIR = Path(str(resources.files("cenic_gym.assets")))
@@ -88,6 +108,14 @@ SPRING_KD = 1.0  # [N s/m] bellows damping
 GANTRY_KP = 2.0e4  # [N/m]
 GANTRY_KD = 600.0  # [N s/m]
 
+# Seal/leak model and shadowing (module docstring).
+SEAL_GAP = 0.5e-3  # [m] a lip point this much farther from the surface than the mouth still seals fully
+LEAK_GAP = 2.0e-3  # [m] ... and from this relative gap on it leaks fully
+LIP_CIRCLE = CUP_RADIUS - LIP_RADIUS  # [m] radius of the sampled lip circle (the lip spheres' centres)
+LIP_SAMPLES = 24  # points on the lip circle
+SHADOW = 5e-3  # [m] a surface this much farther than the nearest facing one gets no pull
+_DIFF_STEP = 1e-7  # [m, rad] forward-difference step of the numba diagonal derivative
+
 _MOUTH_RADIUS_COAL = 1e-6  # [m] coal has no point shape: a tiny sphere, its radius added back to the distance
 
 
@@ -113,6 +141,17 @@ def _law(d, f_max, d_sat, d_cut):
         return 0.0
     c = d_sat / d_cut
     return f_max * (d_sat / max(d, d_sat) - c) / (1.0 - c)
+
+
+def _check_seal(seal_gap, leak_gap, lip_radius, lip_samples, shadow):
+    for name, val in (("seal_gap", seal_gap), ("leak_gap", leak_gap), ("lip_radius", lip_radius),
+                      ("shadow", shadow)):
+        if not (isinstance(val, (int, float, np.integer, np.floating)) and np.isfinite(val) and val > 0):
+            raise ValueError(f"{name} must be finite and > 0, got {val!r}")
+    if not seal_gap < leak_gap:
+        raise ValueError(f"seal_gap={seal_gap!r} must be smaller than leak_gap={leak_gap!r}")
+    if isinstance(lip_samples, bool) or int(lip_samples) != lip_samples or lip_samples < 3:
+        raise ValueError(f"lip_samples must be an integer >= 3, got {lip_samples!r}")
 
 
 def _check_law(f_max, d_sat, d_cut):
@@ -143,7 +182,7 @@ def cup_positions(rows=2, cols=2, pitch=CUP_PITCH):
 def gripper_urdf(rows=2, cols=2, cup_radius=CUP_RADIUS, cup_length=CUP_LENGTH, cup_mass=CUP_MASS,
                  pitch=CUP_PITCH, stroke=STROKE, bellows_gap=BELLOWS_GAP, lip_spheres=LIP_SPHERES,
                  lip_radius=LIP_RADIUS, lip_drop=LIP_DROP, plate_size=PLATE_SIZE, tool_mass=TOOL_MASS,
-                 carriage_mass=CARRIAGE_MASS, travel=GANTRY_TRAVEL, gantry_mass=0.0):
+                 carriage_mass=CARRIAGE_MASS, travel=GANTRY_TRAVEL, gantry_mass=0.0, yaw=False):
     """URDF text of a gantry suction gripper with a rows × cols cup array (module docstring).
 
     Frames: ``gantry`` (root; welded to the world by ``add_robot(..., base="fixed", position=...)``), prismatic
@@ -152,7 +191,8 @@ def gripper_urdf(rows=2, cols=2, cup_radius=CUP_RADIUS, cup_length=CUP_LENGTH, c
     the lip plane, ``cup_length`` below the cup top, z axis out of the mouth). Cup inertia: a solid cylinder of
     ``cup_radius`` × ``cup_length``. ``gantry_mass`` [kg]: mass of the root link (0: none, for a fixed base; give
     it a mass to use the gripper with ``base="free"``, else the free root and the x, y, z joints are redundant
-    and the mass matrix is singular)."""
+    and the mass matrix is singular). ``yaw``: a revolute joint ``yaw`` (axis +z, ±π) between the z carriage
+    (``carriage_z``, ``carriage_mass``) and the tool, so the tool turns about the vertical."""
     if rows < 1 or cols < 1 or int(rows) != rows or int(cols) != cols:
         raise ValueError(f"rows and cols must be positive integers, got {rows!r}, {cols!r}")
     if pitch <= 2 * cup_radius:
@@ -167,17 +207,23 @@ def gripper_urdf(rows=2, cols=2, cup_radius=CUP_RADIUS, cup_length=CUP_LENGTH, c
     ixx = m * (3 * r * r + L * L) / 12.0
     izz = 0.5 * m * r * r
     px, py, pz = plate_size
-    out = [f'<?xml version="1.0"?>\n<!-- Generated by cenic_gym.suction.gripper_urdf(rows={rows}, cols={cols}); '
+    out = [f'<?xml version="1.0"?>\n<!-- Generated by cenic_gym.suction.gripper_urdf(rows={rows}, cols={cols}'
+           f'{", yaw=True" if yaw else ""}); '
            'do not edit by hand. -->\n',
-           f'<robot name="suction_gripper_{rows}x{cols}">\n',
+           f'<robot name="suction_gripper_{rows}x{cols}{"_yaw" if yaw else ""}">\n',
            '  <link name="gantry"/>\n' if gantry_mass <= 0 else
            '  <link name="gantry">\n' + _inertial(gantry_mass, 1e-2, 1e-2, 1e-2) + '  </link>\n']
-    for name, axis, parent, child in (("x", "1 0 0", "gantry", "carriage_x"), ("y", "0 1 0", "carriage_x", "carriage_y"),
-                                      ("z", "0 0 1", "carriage_y", "tool")):
+    chain = [("x", "1 0 0", "gantry", "carriage_x"), ("y", "0 1 0", "carriage_x", "carriage_y"),
+             ("z", "0 0 1", "carriage_y", "carriage_z" if yaw else "tool")]
+    for name, axis, parent, child in chain:
         out.append(f'  <joint name="{name}" type="prismatic">\n    <parent link="{parent}"/><child link="{child}"/>'
                    f'<axis xyz="{axis}"/>\n    <limit lower="{-travel:.9g}" upper="{travel:.9g}" effort="1000" '
                    f'velocity="10"/>\n  </joint>\n')
-    for c in ("carriage_x", "carriage_y"):
+    if yaw:
+        out.append('  <joint name="yaw" type="revolute">\n    <parent link="carriage_z"/><child link="tool"/>'
+                   f'<axis xyz="0 0 1"/>\n    <limit lower="{-math.pi:.9g}" upper="{math.pi:.9g}" effort="100" '
+                   'velocity="10"/>\n  </joint>\n')
+    for c in ("carriage_x", "carriage_y") + (("carriage_z",) if yaw else ()):
         out.append(f'  <link name="{c}">\n' + _inertial(carriage_mass, 1e-3, 1e-3, 1e-3) + '  </link>\n')
     tm = tool_mass
     out.append('  <link name="tool">\n'
@@ -208,14 +254,14 @@ def gripper_urdf(rows=2, cols=2, cup_radius=CUP_RADIUS, cup_length=CUP_LENGTH, c
     return "".join(out)
 
 
-def gripper_urdf_path(rows=2, cols=2):
+def gripper_urdf_path(rows=2, cols=2, yaw=False):
     """Path of the shipped URDF for a rows × cols array with the default parameters (2×2 and 3×3 ship in
-    ``assets/``); other sizes are written to a temporary file."""
-    p = ASSET_DIR / f"suction_gripper_{rows}x{cols}.urdf"
+    ``assets/``, and 2×2 with the yaw joint); other variants are written to a temporary file."""
+    p = ASSET_DIR / f"suction_gripper_{rows}x{cols}{'_yaw' if yaw else ''}.urdf"
     if p.is_file():
         return p
     tmp = Path(tempfile.mkdtemp(prefix="cenic_suction_")) / p.name
-    tmp.write_text(gripper_urdf(rows, cols))
+    tmp.write_text(gripper_urdf(rows, cols, yaw=yaw))
     return tmp
 
 
@@ -266,12 +312,88 @@ def gantry_pd(system, gripper="gripper", kp=GANTRY_KP, kd=GANTRY_KD, q_d=(0.0, 0
 
 
 @njit(cache=True)
-def _pairs_kernel(C, A, gtype, gsize, gR, gp, gbound, f_max, d_sat, d_cut, skip,
-                  out_p, out_n, out_phi, rec_cup, rec_geom, rec_d, rec_N, rec_n, rec_cos, rec_F):
+def _seal_weight(e, e_seal, e_leak):
+    """Share [0, 1] of one lip sample in the seal: 1 up to a relative gap e = e_seal [m], 0 from e_leak on, linear
+    between."""
+    if e <= e_seal:
+        return 1.0
+    if e >= e_leak:
+        return 0.0
+    return (e_leak - e) / (e_leak - e_seal)
+
+
+@njit(cache=True)
+def _point_distance(P, gt, gs, gR, gp, margin, zero, eye, out_p, out_n, out_phi):
+    """Signed distance [m] from the point P to a geometry and the unit normal from P towards it (in out_n[0]);
+    inf (and out_n untouched) when it is ≥ margin."""
+    m = nph.collide_primitives(nph.SPHERE, zero, eye, P, gt, gs, gR, gp, margin, out_p, out_n, out_phi, 0)
+    return out_phi[0] if m > 0 else np.inf
+
+
+@njit(cache=True)
+def _pair_geometry(Ck, Ak, Uk, Wk, gt, gs, gR, gp, d_cut, seal, lip_r, nlip, e_seal, e_leak,
+                   zero, eye, out_p, out_n, out_phi, res):
+    """One cup–geometry pair: res = (d, N (3), n̂ (3), cos θ, σ). Returns False when d ≥ d_cut.
+
+    σ (seal fraction): the mean of :func:`_seal_weight` over ``nlip`` points of the lip circle (radius lip_r about
+    the mouth C in the mouth plane, spanned by U, W) of their relative gap e_j = d_j − d, d_j the lip point's
+    distance to the geometry (e_j = ∞ beyond d + e_leak). 1 when the whole lip faces the surface as closely as the
+    mouth does (a flat face parallel to the mouth plane), ½ for a cup centred on a straight edge."""
+    d = _point_distance(Ck, gt, gs, gR, gp, d_cut, zero, eye, out_p, out_n, out_phi)
+    if not d < d_cut:
+        return False
+    cos = 0.0
+    for i in range(3):
+        n_i = -out_n[0, i]  # out_n points from the mouth towards the object; n̂ is the object's outward normal
+        res[1 + i] = Ck[i] - d * n_i
+        res[4 + i] = n_i
+        cos -= n_i * Ak[i]
+    sigma = 1.0
+    if seal:
+        acc = 0.0
+        P = np.empty(3)
+        for j in range(nlip):
+            a = 2.0 * math.pi * j / nlip
+            ca, sa = math.cos(a), math.sin(a)
+            for i in range(3):
+                P[i] = Ck[i] + lip_r * (ca * Uk[i] + sa * Wk[i])
+            dj = _point_distance(P, gt, gs, gR, gp, d + e_leak, zero, eye, out_p, out_n, out_phi)
+            if dj < np.inf:
+                acc += _seal_weight(dj - d, e_seal, e_leak)
+        sigma = acc / nlip
+    res[0] = d
+    res[7] = cos
+    res[8] = sigma
+    return True
+
+
+@njit(cache=True)
+def _shadow(n, rec_cup, rec_d, rec_f, rec_n, shadow, rec_w, rec_F):
+    """Shadowing: each cup pulls on the surfaces facing it (f > 0) that are nearest to its mouth; a surface
+    farther than the nearest one by Δ gets the weight w = clamp(1 − Δ/shadow, 0, 1) (the nearest object takes the
+    air flow; continuous in Δ). Writes w and f_G = w f n̂."""
+    for r in range(n):
+        dmin = np.inf
+        for s in range(n):
+            if rec_cup[s] == rec_cup[r] and rec_f[s] > 0.0 and rec_d[s] < dmin:
+                dmin = rec_d[s]
+        w = 1.0
+        if dmin < np.inf:
+            w = min(1.0, max(0.0, 1.0 - (rec_d[r] - dmin) / shadow))
+        rec_w[r] = w
+        for i in range(3):
+            rec_F[r, i] = w * rec_f[r] * rec_n[r, i]
+
+
+@njit(cache=True)
+def _pairs_kernel(C, A, U, W, gtype, gsize, gR, gp, gbound, skip, f_max, d_sat, d_cut, seal, lip_r, nlip, e_seal,
+                  e_leak, out_p, out_n, out_phi, rec_cup, rec_geom, rec_d, rec_N, rec_n, rec_cos, rec_sig, rec_f):
     """All cup–geometry pairs closer than d_cut handled by the numba narrow phase (``skip``: geometries left to
-    coal). Writes the records (cup, local geometry index, d, N, n̂, cos θ, f_G) and returns their number."""
+    coal). Writes the records (cup, local geometry index, d, N, n̂, cos θ, σ, f = f(d) max(0, cos θ) σ) and
+    returns their number (shadowing is applied by :func:`_shadow` afterwards)."""
     zero = np.zeros(3)
     eye = np.eye(3)
+    res = np.empty(9)
     n = 0
     for k in range(C.shape[0]):
         for g in range(gtype.shape[0]):
@@ -282,23 +404,18 @@ def _pairs_kernel(C, A, gtype, gsize, gR, gp, gbound, f_max, d_sat, d_cut, skip,
             dz = C[k, 2] - gp[g, 2]
             if math.sqrt(dx * dx + dy * dy + dz * dz) - gbound[g] >= d_cut:
                 continue
-            m = nph.collide_primitives(nph.SPHERE, zero, eye, C[k], gtype[g], gsize[g], gR[g], gp[g], d_cut,
-                                       out_p, out_n, out_phi, 0)
-            if m == 0:
+            if not _pair_geometry(C[k], A[k], U[k], W[k], gtype[g], gsize[g], gR[g], gp[g], d_cut, seal, lip_r,
+                                  nlip, e_seal, e_leak, zero, eye, out_p, out_n, out_phi, res):
                 continue
-            d = out_phi[0]
-            cos = 0.0
-            for i in range(3):
-                rec_n[n, i] = -out_n[0, i]  # out_n points from the mouth towards the object
-                rec_N[n, i] = C[k, i] + d * out_n[0, i]
-                cos -= rec_n[n, i] * A[k, i]
-            f = _law(d, f_max, d_sat, d_cut) * max(0.0, cos)
-            for i in range(3):
-                rec_F[n, i] = f * rec_n[n, i]
             rec_cup[n] = k
             rec_geom[n] = g
-            rec_d[n] = d
-            rec_cos[n] = cos
+            rec_d[n] = res[0]
+            for i in range(3):
+                rec_N[n, i] = res[1 + i]
+                rec_n[n, i] = res[4 + i]
+            rec_cos[n] = res[7]
+            rec_sig[n] = res[8]
+            rec_f[n] = _law(res[0], f_max, d_sat, d_cut) * max(0.0, res[7]) * res[8]
             n += 1
     return n
 
@@ -325,6 +442,103 @@ def _accumulate(J, joint_cols, joint_ncols, cup_joint, geom_joint, C, rec_cup, r
                 tau[c] += (J[0, c] * f0 + J[1, c] * f1 + J[2, c] * f2 + J[3, c] * m0 + J[4, c] * m1 + J[5, c] * m2)
 
 
+@njit(cache=True)
+def _rotation(w0, w1, w2):
+    """Rodrigues: the rotation matrix exp([w]×) of the rotation vector w [rad]."""
+    th = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    R = np.eye(3)
+    if th == 0.0:
+        return R
+    k = np.array([w0 / th, w1 / th, w2 / th])
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return R + math.sin(th) * K + (1.0 - math.cos(th)) * (K @ K)
+
+
+@njit(cache=True)
+def _moved(R, v, h, p):
+    """The point p [m] moved for a time h by the spatial twist (v at the origin, ω) whose rotation over h is R."""
+    return R @ p + h * v
+
+
+@njit(cache=True)
+def _point_velocity_dot(F, J, c, p):
+    """F · (v_c + ω_c × p): the power of a force F at point p under unit speed of column c of the world Jacobian."""
+    v0 = J[0, c] + J[4, c] * p[2] - J[5, c] * p[1]
+    v1 = J[1, c] + J[5, c] * p[0] - J[3, c] * p[2]
+    v2 = J[2, c] + J[3, c] * p[1] - J[4, c] * p[0]
+    return F[0] * v0 + F[1] * v1 + F[2] * v2
+
+
+@njit(cache=True)
+def _diagonal_kernel(dofs, J, cup_moves, geom_moves, C, A, U, W, gtype, gsize, gR, gp, f_max, d_sat, d_cut, seal,
+                     lip_r, nlip, e_seal, e_leak, shadow, h, n, rec_cup, rec_geom, rec_N, rec_F, out_p, out_n,
+                     out_phi, out):
+    """out[k] = ∂τ_i/∂q_i (i = dofs[k]) along column i of the world Jacobian J: every cup and geometry that
+    column i moves is displaced rigidly by h × its twist (exact rotation), the pairs are re-evaluated (distance,
+    normal, directional factor, seal fraction, shadowing) and τ_i = Σ_pairs f_G·u_i(N) − f_G·u_i(C) (u_i(p) the
+    velocity of the point p under that column, held fixed: a column of a world-axis prismatic joint or of a free
+    body's own velocity does not change along its own motion) is differenced forward over h."""
+    zero = np.zeros(3)
+    eye = np.eye(3)
+    res = np.empty(9)
+    d2 = np.empty(n)
+    f2 = np.empty(n)
+    n2 = np.empty((n, 3))
+    N2 = np.empty((n, 3))
+    w2 = np.empty(n)
+    F2 = np.empty((n, 3))
+    Cp = np.empty((n, 3))
+    for k in range(dofs.shape[0]):
+        i = dofs[k]
+        out[k] = 0.0
+        involved = False
+        for r in range(n):
+            if cup_moves[rec_cup[r], i] or geom_moves[rec_geom[r], i]:
+                involved = True
+        if not involved:
+            continue
+        v = J[0:3, i].copy()
+        R = _rotation(h * J[3, i], h * J[4, i], h * J[5, i])
+        tau0 = 0.0
+        for r in range(n):
+            c, g = rec_cup[r], rec_geom[r]
+            if cup_moves[c, i]:
+                Ck = _moved(R, v, h, C[c])
+                Ak, Uk, Wk = R @ A[c], R @ U[c], R @ W[c]
+                tau0 -= _point_velocity_dot(rec_F[r], J, i, C[c])
+            else:
+                Ck, Ak, Uk, Wk = C[c].copy(), A[c].copy(), U[c].copy(), W[c].copy()
+            if geom_moves[g, i]:
+                gRg = R @ gR[g]
+                gpg = _moved(R, v, h, gp[g])
+                tau0 += _point_velocity_dot(rec_F[r], J, i, rec_N[r])
+            else:
+                gRg, gpg = gR[g].copy(), gp[g].copy()
+            for j in range(3):
+                Cp[r, j] = Ck[j]
+            if _pair_geometry(Ck, Ak, Uk, Wk, gtype[g], gsize[g], gRg, gpg, d_cut, seal, lip_r, nlip, e_seal, e_leak,
+                              zero, eye, out_p, out_n, out_phi, res):
+                d2[r] = res[0]
+                for j in range(3):
+                    N2[r, j] = res[1 + j]
+                    n2[r, j] = res[4 + j]
+                f2[r] = _law(res[0], f_max, d_sat, d_cut) * max(0.0, res[7]) * res[8]
+            else:
+                d2[r] = d_cut
+                f2[r] = 0.0
+                for j in range(3):
+                    N2[r, j] = Ck[j]
+                    n2[r, j] = 0.0
+        _shadow(n, rec_cup, d2, f2, n2, shadow, w2, F2)
+        tau1 = 0.0
+        for r in range(n):
+            if cup_moves[rec_cup[r], i]:
+                tau1 -= _point_velocity_dot(F2[r], J, i, Cp[r])
+            if geom_moves[rec_geom[r], i]:
+                tau1 += _point_velocity_dot(F2[r], J, i, N2[r])
+        out[k] = (tau1 - tau0) / h
+
+
 @dataclass
 class SuctionPair:
     """One cup–geometry interaction at a configuration (world frame, SI)."""
@@ -336,6 +550,8 @@ class SuctionPair:
     point: np.ndarray  # N (3,), closest point of the object
     normal: np.ndarray  # n̂ (3,), the object's outward normal at N
     cos_theta: float  # −n̂·â
+    seal: float  # σ ∈ [0, 1], the seal fraction (1 without the seal model)
+    shadow: float  # w ∈ [0, 1], the shadowing weight
     force: np.ndarray  # f_G (3,) on the object [N] (as if on); −f_G acts on the cup
 
 
@@ -345,15 +561,25 @@ class SuctionGripper(ExternalSystem):
     system:   the MultibodySystem; gripper: the robot name (its frames ``cup_<i>_mouth`` are the mouths);
     objects:  names of free bodies (``add_body``) that can be sucked (default: all of them).
     f_max [N], d_sat [m], d_cut [m]: the force law :func:`suction_force` (per cup).
+    seal:     the seal/leak model (default on): the force scales with the seal fraction σ of the lip.
+    seal_gap, leak_gap [m]: a lip point seals fully up to a relative gap seal_gap, not at all from leak_gap on.
+    lip_radius [m], lip_samples: the lip circle sampled for σ (default: the lip spheres' centre circle, 24 points).
+    shadow [m]: a surface farther from a mouth than the nearest facing one by this much gets no pull.
     on:       suction on (True) or off (False: no force, objects are released). A plain attribute; switch it
               between ``advance_to`` calls.
-    implicit: forward-difference linearization (CENIC §V-C, default) or explicit (τ = g(q^n)).
+    implicit: linearized (CENIC §V-C, default; the diagonal of −∂τ/∂v from :func:`_diagonal_kernel`) or explicit
+              (τ = g(q^n)).
     """
 
     def __init__(self, system, gripper="gripper", objects=None, f_max=F_MAX, d_sat=D_SAT, d_cut=D_CUT, on=True,
-                 implicit=True):
+                 implicit=True, seal=True, seal_gap=SEAL_GAP, leak_gap=LEAK_GAP, lip_radius=LIP_CIRCLE,
+                 lip_samples=LIP_SAMPLES, shadow=SHADOW):
         _check_law(f_max, d_sat, d_cut)
+        _check_seal(seal_gap, leak_gap, lip_radius, lip_samples, shadow)
         self.f_max, self.d_sat, self.d_cut = float(f_max), float(d_sat), float(d_cut)
+        self.seal = bool(seal)
+        self.seal_gap, self.leak_gap, self.lip_radius = float(seal_gap), float(leak_gap), float(lip_radius)
+        self.lip_samples, self.shadow = int(lip_samples), float(shadow)
         self.on = bool(on)
         self.system = system
         m = self.model = system.model
@@ -368,6 +594,8 @@ class SuctionGripper(ExternalSystem):
         self.cup_joint = np.array([f.parentJoint for f in frames], dtype=np.int64)
         self.mouth_local = np.array([f.placement.translation for f in frames], dtype=float).reshape(-1, 3)
         self.axis_local = np.array([f.placement.rotation[:, 2] for f in frames], dtype=float).reshape(-1, 3)
+        self.u_local = np.array([f.placement.rotation[:, 0] for f in frames], dtype=float).reshape(-1, 3)
+        self.w_local = np.array([f.placement.rotation[:, 1] for f in frames], dtype=float).reshape(-1, 3)
         names = list(system.body_names) if objects is None else ([objects] if isinstance(objects, str) else
                                                                   list(objects))
         ojoints = [system.joint_id(n) for n in names]
@@ -379,31 +607,76 @@ class SuctionGripper(ExternalSystem):
         self._gjoint = system.geom_joint[g].copy()
         self._gR_local = system.geom_R[g].copy()
         self._gp_local = system.geom_p[g].copy()
+        self._shapes = [system.geometries[i].shape for i in g]
+        self._coal_shapes = [system.coal_shapes[i] for i in g]
         self._coal = np.array([not nph.numba_supports(nph.SPHERE, int(t)) for t in self._gtype], dtype=np.bool_)
         cols = set()
         for j in list(self.cup_joint) + ojoints:
             cols.update(int(c) for c in system.joint_cols[j, :system.joint_ncols[j]])
         super().__init__(np.array(sorted(cols), dtype=np.int64), None, implicit)
+        nv = m.nv
+        self._cup_moves = np.zeros((len(self.cup_joint), nv), dtype=np.bool_)
+        for k, j in enumerate(self.cup_joint):
+            self._cup_moves[k, system.joint_cols[j, :system.joint_ncols[j]]] = True
+        self._geom_moves = np.zeros((len(g), nv), dtype=np.bool_)
+        for k, j in enumerate(self._gjoint):
+            self._geom_moves[k, system.joint_cols[j, :system.joint_ncols[j]]] = True
         # workspaces
         nc, ng = len(self.cup_joint), len(g)
         cap = max(1, nc * ng)
         self._C = np.zeros((nc, 3))
         self._A = np.zeros((nc, 3))
+        self._U = np.zeros((nc, 3))
+        self._W = np.zeros((nc, 3))
         self._gR = np.zeros((ng, 3, 3))
         self._gp = np.zeros((ng, 3))
         self._op = np.zeros((nph.MAX_PAIR_CONTACTS, 3))
         self._on = np.zeros((nph.MAX_PAIR_CONTACTS, 3))
         self._ophi = np.zeros(nph.MAX_PAIR_CONTACTS)
+        # cup, geom, d, N, n̂, cos, σ, f (before shadowing), w, f_G
         self._rec = (np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap), np.zeros((cap, 3)),
-                     np.zeros((cap, 3)), np.zeros(cap), np.zeros((cap, 3)))
-        self._tau = np.zeros(m.nv)
+                     np.zeros((cap, 3)), np.zeros(cap), np.zeros(cap), np.zeros(cap), np.zeros(cap),
+                     np.zeros((cap, 3)))
+        self._n = 0
+        self._J = None
+        self._tau = np.zeros(nv)
         self._coal_mouth = nph.make_coal_shape(nph.SPHERE, np.array([_MOUTH_RADIUS_COAL, 0.0, 0.0]))
 
     @property
     def n_cups(self):
         return len(self.cup_joint)
 
+    def payload(self, gravity=9.81, cups=None):
+        """Documented static payload [kg]: the largest mass the cups hold against ``gravity`` [m/s²] on a flat,
+        level top face, pulled straight up with no acceleration: Σ σ_i f_max / g over the sealed cups (σ_i = 1 on
+        a flat face; ``cups`` default: all of them). Per cup: f_max / g (5.1 kg at the default 50 N)."""
+        n = self.n_cups if cups is None else cups
+        return n * self.f_max / gravity
+
     # -- geometry ----------------------------------------------------------------------------------------------
+    def _local_index(self, geom):
+        if isinstance(geom, str):
+            names = [self.system.geometries[i].name for i in self.geoms]
+            if geom not in names:
+                raise ValueError(f"geometry {geom!r} is not a suction target; targets: {names}")
+            return names.index(geom)
+        hits = np.flatnonzero(self.geoms == int(geom))
+        if len(hits) == 0:
+            raise ValueError(f"geometry index {geom!r} is not a suction target")
+        return int(hits[0])
+
+    def set_geometry_shape(self, geom, shape):
+        """Resize a target geometry (name or system index), as ``Simulator.set_geometry_shape`` does for contact:
+        call both (the suction keeps its own copy). ``shape``: a shape of the same kind."""
+        i = self._local_index(geom)
+        if type(shape) is not type(self._shapes[i]):
+            raise TypeError(f"geometry {geom!r} is a {type(self._shapes[i]).__name__}; got {shape!r}")
+        self._shapes[i] = shape
+        self._gsize[i] = shape.size()
+        self._gbound[i] = shape.bounding_radius()
+        if self._coal[i]:
+            self._coal_shapes[i] = nph.make_coal_shape(shape.geom_type, shape.size(), getattr(shape, "vertices", None))
+
     def _find_pairs(self):
         """Records of all pairs within d_cut (kinematics in self.data up to date). Returns their number."""
         data = self.data
@@ -412,40 +685,57 @@ class SuctionGripper(ExternalSystem):
             R = M.rotation
             self._C[k] = R @ self.mouth_local[k] + M.translation
             self._A[k] = R @ self.axis_local[k]
+            self._U[k] = R @ self.u_local[k]
+            self._W[k] = R @ self.w_local[k]
         for i, j in enumerate(self._gjoint):
             M = data.oMi[int(j)]
             R = M.rotation
             self._gR[i] = R @ self._gR_local[i]
             self._gp[i] = R @ self._gp_local[i] + M.translation
-        cup, geom, d, N, nrm, cos, F = self._rec
-        n = _pairs_kernel(self._C, self._A, self._gtype, self._gsize, self._gR, self._gp, self._gbound,
-                          self.f_max, self.d_sat, self.d_cut, self._coal, self._op, self._on, self._ophi,
-                          cup, geom, d, N, nrm, cos, F)
+        cup, geom, d, N, nrm, cos, sig, f, w, F = self._rec
+        n = _pairs_kernel(self._C, self._A, self._U, self._W, self._gtype, self._gsize, self._gR, self._gp,
+                          self._gbound, self._coal, self.f_max, self.d_sat, self.d_cut, self.seal, self.lip_radius,
+                          self.lip_samples, self.seal_gap, self.leak_gap, self._op, self._on, self._ophi,
+                          cup, geom, d, N, nrm, cos, sig, f)
+        self._n_numba = n
         if self._coal.any():
             n = self._coal_pairs(n)
+        _shadow(n, cup, d, f, nrm, self.shadow, w, F)
+        self._n = n
         return n
 
+    def _coal_distance(self, P, g, margin):
+        """(d, n̂ from P towards the geometry) by coal (d = inf beyond margin)."""
+        _, normal, phi = nph.coal_contacts(self._coal_mouth, np.eye(3), P, self._coal_shapes[g], self._gR[g],
+                                           self._gp[g], margin - _MOUTH_RADIUS_COAL, max_points=1)
+        if len(phi) == 0:
+            return np.inf, None
+        return float(phi[0]) + _MOUTH_RADIUS_COAL, normal[0]
+
     def _coal_pairs(self, n):
-        cup, geom, dd, N, nrm, cos, F = self._rec
-        s = self.system
-        eye = np.eye(3)
+        cup, geom, dd, N, nrm, cos, sig, f, _, _ = self._rec
         for g in np.flatnonzero(self._coal):
             for k in range(self.n_cups):
                 C = self._C[k]
                 if np.linalg.norm(C - self._gp[g]) - self._gbound[g] >= self.d_cut:
                     continue
-                _, normal, phi = nph.coal_contacts(self._coal_mouth, eye, C, s.coal_shapes[self.geoms[g]],
-                                                   self._gR[g], self._gp[g], self.d_cut - _MOUTH_RADIUS_COAL,
-                                                   max_points=1)
-                if len(phi) == 0:
+                d, normal = self._coal_distance(C, g, self.d_cut)
+                if not d < self.d_cut:
                     continue
-                d = float(phi[0]) + _MOUTH_RADIUS_COAL
-                if d >= self.d_cut:
-                    continue
-                nh = -normal[0]
+                nh = -normal
                 c = -float(nh @ self._A[k])
-                cup[n], geom[n], dd[n], N[n], nrm[n], cos[n] = k, g, d, C - d * nh, nh, c
-                F[n] = suction_force(d, self.f_max, self.d_sat, self.d_cut) * max(0.0, c) * nh
+                s = 1.0
+                if self.seal:
+                    acc = 0.0
+                    for j in range(self.lip_samples):
+                        a = 2.0 * math.pi * j / self.lip_samples
+                        P = C + self.lip_radius * (math.cos(a) * self._U[k] + math.sin(a) * self._W[k])
+                        dj, _ = self._coal_distance(P, g, d + self.leak_gap)
+                        if dj < np.inf:
+                            acc += _seal_weight(dj - d, self.seal_gap, self.leak_gap)
+                    s = acc / self.lip_samples
+                cup[n], geom[n], dd[n], N[n], nrm[n], cos[n], sig[n] = k, g, d, C - d * nh, nh, c, s
+                f[n] = suction_force(d, self.f_max, self.d_sat, self.d_cut) * max(0.0, c) * s
                 n += 1
         return n
 
@@ -453,18 +743,47 @@ class SuctionGripper(ExternalSystem):
         """The cup–geometry interactions at q (list of :class:`SuctionPair`; forces as if the gripper were on)."""
         pin.forwardKinematics(self.model, self.data, q)
         n = self._find_pairs()
-        cup, geom, d, N, nrm, cos, F = self._rec
+        cup, geom, d, N, nrm, cos, sig, _, w, F = self._rec
         return [SuctionPair(int(cup[i]), int(self.geoms[geom[i]]), float(d[i]), self._C[cup[i]].copy(),
-                            N[i].copy(), nrm[i].copy(), float(cos[i]), F[i].copy()) for i in range(n)]
+                            N[i].copy(), nrm[i].copy(), float(cos[i]), float(sig[i]), float(w[i]), F[i].copy())
+                for i in range(n)]
+
+    def cup_forces(self, q):
+        """(n_cups,) magnitude [N] of each cup's total pull at q (0 when off): |Σ_pairs f_G| per cup."""
+        out = np.zeros(self.n_cups)
+        if not self.on:
+            return out
+        pin.forwardKinematics(self.model, self.data, q)
+        n = self._find_pairs()
+        cup, F = self._rec[0], self._rec[9]
+        tot = np.zeros((self.n_cups, 3))
+        np.add.at(tot, cup[:n], F[:n])
+        return np.linalg.norm(tot, axis=1)
+
+    def mouth_distances(self, q):
+        """(n_cups,) distance [m] from each cup mouth to the nearest target surface (d_cut when none is nearer)."""
+        pin.forwardKinematics(self.model, self.data, q)
+        n = self._find_pairs()
+        out = np.full(self.n_cups, self.d_cut)
+        cup, d = self._rec[0], self._rec[2]
+        for r in range(n):
+            out[cup[r]] = min(out[cup[r]], d[r])
+        return out
 
     # -- the external system -------------------------------------------------------------------------------------
     def get_params(self):
-        return dict(super().get_params(), on=self.on, f_max=self.f_max, d_sat=self.d_sat, d_cut=self.d_cut)
+        return dict(super().get_params(), on=self.on, f_max=self.f_max, d_sat=self.d_sat, d_cut=self.d_cut,
+                    seal=self.seal, seal_gap=self.seal_gap, leak_gap=self.leak_gap, shapes=tuple(self._shapes))
 
     def set_params(self, params):
         super().set_params(params)
         self.on = bool(params["on"])
         self.f_max, self.d_sat, self.d_cut = (float(params[k]) for k in ("f_max", "d_sat", "d_cut"))
+        self.seal = bool(params["seal"])
+        self.seal_gap, self.leak_gap = float(params["seal_gap"]), float(params["leak_gap"])
+        for i, shape in enumerate(params["shapes"]):
+            if shape is not self._shapes[i]:
+                self.set_geometry_shape(int(self.geoms[i]), shape)
 
     def setpoint_vector(self):
         """[on] (1.0 or 0.0)."""
@@ -478,15 +797,57 @@ class SuctionGripper(ExternalSystem):
     def output(self, t, z, q, v):
         """Generalized forces on ``dofs`` [N, N m] at q (0 when off)."""
         if not self.on:
+            self._n = 0
             return np.zeros(self.dofs.shape[0])
         s = self.system
-        J = compute_kinematics(self.model, self.data, q)  # forward kinematics + world joint Jacobians
+        J = self._J = compute_kinematics(self.model, self.data, q)  # forward kinematics + world joint Jacobians
         n = self._find_pairs()
         tau = self._tau
         tau[:] = 0.0
-        cup, geom, _, N, _, _, F = self._rec
+        cup, geom, _, N, _, _, _, _, _, F = self._rec
         _accumulate(J, s.joint_cols, s.joint_ncols, self.cup_joint, self._gjoint, self._C, cup, geom, N, F, n, tau)
         return tau[self.dofs]
+
+    def diagonal_derivative(self, q):
+        """(len(dofs),) ∂τ_i/∂q_i [N/m, N m/rad] along each dof's own column of the world Jacobian at q, from
+        :func:`_diagonal_kernel` (numba; no coal geometries among the pairs). Evaluates the law at q first."""
+        self.output(0.0, np.zeros(0), q, np.zeros(self.model.nv))
+        out = np.zeros(self.dofs.shape[0])
+        n = self._n
+        if n == 0:
+            return out
+        cup, geom, _, N, _, _, _, _, _, F = self._rec
+        _diagonal_kernel(self.dofs, self._J, self._cup_moves, self._geom_moves, self._C, self._A, self._U, self._W,
+                         self._gtype, self._gsize, self._gR, self._gp, self.f_max, self.d_sat, self.d_cut, self.seal,
+                         self.lip_radius, self.lip_samples, self.seal_gap, self.leak_gap, self.shadow, _DIFF_STEP,
+                         n, cup, geom, N, F, self._op, self._on, self._ophi, out)
+        return out
+
+    def linearize(self, t, z, q, v, dt, qtilde):
+        """CENIC eq. 26–29 with C_ii = max(0, −δt ∂τ_i/∂q_i) from :meth:`diagonal_derivative` at q̃ = q ⊕ δt v
+        (one law evaluation and one numba kernel instead of 1 + len(dofs) evaluations; suction off or no surface
+        within d_cut: C = 0 at once). Pairs with coal geometries fall back to the base class' forward differences."""
+        if not self.implicit:
+            return super().linearize(t, z, q, v, dt, qtilde)
+        if not self.on:
+            zero = np.zeros(self.dofs.shape[0])
+            return Linearization(self.dofs, zero, zero.copy(), self.effort_limit, np.zeros((0, v.shape[0])),
+                                 np.zeros(0))
+        q0 = qtilde(v)
+        g0 = self.output(t + dt, z, q0, v)
+        n = self._n
+        if n > self._n_numba:  # coal pairs: forward differences of the whole law
+            return super().linearize(t, z, q, v, dt, qtilde)
+        c = np.zeros(self.dofs.shape[0])
+        if n:
+            cup, geom, _, N, _, _, _, _, _, F = self._rec
+            _diagonal_kernel(self.dofs, self._J, self._cup_moves, self._geom_moves, self._C, self._A, self._U,
+                             self._W, self._gtype, self._gsize, self._gR, self._gp, self.f_max, self.d_sat, self.d_cut,
+                             self.seal, self.lip_radius, self.lip_samples, self.seal_gap, self.leak_gap, self.shadow,
+                             _DIFF_STEP, n, cup, geom, N, F, self._op, self._on, self._ophi, c)
+            c = np.maximum(-dt * c, 0.0)
+        b = g0 + c * v[self.dofs]
+        return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
 
     def generalized_force(self, q):
         """The full (nv,) generalized force at q (for analysis)."""

@@ -1,0 +1,174 @@
+"""Feasibility of CenicSuction-v0: the scripted picker over seeded episodes, CENIC against fixed steps (issue 13).
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/suction_pick.py [--episodes 50]
+
+For each configuration — ε = 1e-3 with error control (suction linearized in the convex step), ``fixed_step=0.01``
+with the explicit suction element (τ = g(q^n), as most simulators do; CENIC Fig. 13b) and ``fixed_step=0.01`` with
+the implicit one; everything else default, no domain randomization — the
+:class:`~cenic_gym.envs.suction_pick.ScriptedPicker` drives ``gym.make("CenicSuction-v0", ...)`` through the same
+episodes (``reset(seed=k)``, k = 0 … episodes − 1), 200 steps each (the time limit). Per episode:
+
+* success: ``info["is_success"]`` of the last step;
+* max penetration: the most negative contact φ over every accepted state of the episode (the
+  ``min_signed_distance`` of each ``advance_to``, read by wrapping the env's ``sim.advance_to``), box/cup, box/box,
+  box/table and box/tote alike;
+* lip pass-through: the largest height of the target's top face above the lowest cup mouth while it is attached
+  (> 1 mm: the box went into the cups);
+* env steps/s: env steps / wall time of ``env.step`` (the picker's own time excluded), and substeps / rejected
+  attempts per env step (``info["sim"]``).
+
+Failing seeds are listed with ``evaluate()``'s parts and the attach/release events. Writes the ``suction-pick``
+section of ``benchmarks/RESULTS.md`` (appended if absent; the rest of the file is kept verbatim) and prints it.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+
+import cenic_gym  # noqa: E402,F401  (registers the envs)
+from bench_common import git_rev, machine_line, replace_marked_section, versions, warm_up  # noqa: E402
+from cenic_gym.envs import suction_constants as sc  # noqa: E402
+from cenic_gym.envs.suction_pick import ScriptedPicker  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "RESULTS.md"
+HEADING = "## CenicSuction-v0: scripted pick and place"
+COMMAND = "NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/suction_pick.py"
+CONFIGS = [("ε = 1e-3 (error control), implicit suction", dict(accuracy=1e-3)),
+           ("fixed_step = 0.01, explicit suction", dict(fixed_step=0.01, explicit_suction=True)),
+           ("fixed_step = 0.01, implicit suction", dict(fixed_step=0.01))]
+TARGET = 0.95  # issue 13: >= 95 % at ε = 1e-3
+PEN_BOUND = 1e-3  # [m]
+
+
+def episode(env, policy, seed):
+    u = env.unwrapped
+    pen = [0.0]
+    inner = u.sim.advance_to
+
+    def advance(t, on_step=None):
+        st = inner(t, on_step)
+        pen[0] = max(pen[0], -st.min_signed_distance)
+        return st
+
+    u.sim.advance_to = advance
+    obs, _ = env.reset(seed=seed)
+    policy.reset()
+    out = dict(steps=0, wall=0.0, substeps=0, rejected=0, events=[], through=0.0, failure=None, terminated=False)
+    info = {}
+    for _ in range(200):
+        a = policy(obs)
+        t0 = time.perf_counter()
+        obs, _, term, trunc, info = env.step(a)
+        out["wall"] += time.perf_counter() - t0
+        out["steps"] += 1
+        out["substeps"] += info["sim"]["substeps"]
+        out["rejected"] += info["sim"]["rejected"]
+        for k in ("attach_event", "release_event"):
+            if info.get(k):
+                out["events"].append(f"{k.split('_')[0]}@{policy.plan[policy.phase][0]}")
+        if info.get("attached"):
+            s = u._state()
+            top = (s["p_box"] + s["R_box"] @ np.array([0.0, 0.0, 0.5 * u.sizes[0, 2]]))[2]
+            mouth = (s["p_tool"][2] - sc.MOUTH_BELOW_TOOL) - np.max(s["q"][u.cup_q])
+            out["through"] = max(out["through"], top - mouth)
+        if "sim_failure" in info:
+            out["failure"] = info["sim_failure"]
+        if term or trunc:
+            out["terminated"] = bool(term)
+            break
+    del u.sim.advance_to
+    out.update(success=bool(info.get("is_success")), pen=pen[0], parts=u.evaluate())
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--episodes", type=int, default=50)
+    ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    load0 = os.getloadavg()[0]
+    warm_up()
+    rows = []
+    for label, kw in CONFIGS:
+        env = gym.make("CenicSuction-v0", **kw)
+        policy = ScriptedPicker(env)
+        episode(env, policy, 10_000)  # warm-up (not counted)
+        eps = [episode(env, policy, k) for k in range(args.episodes)]
+        rows.append((label, eps))
+        ok = sum(e["success"] for e in eps)
+        print(f"{label}: {ok}/{len(eps)}, max pen {max(e['pen'] for e in eps) * 1e3:.3f} mm, "
+              f"{sum(e['steps'] for e in eps) / sum(e['wall'] for e in eps):.0f} env steps/s", flush=True)
+        env.close()
+    total = time.perf_counter() - t_start
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    table = ["| configuration | success | max penetration, median / max [mm] | episodes with penetration ≥ 1 mm | "
+             "box top above the lips while attached, max [mm] | env steps/s | real-time factor | "
+             "substeps / env step | rejected / env step |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    failing = []
+    for label, eps in rows:
+        n = len(eps)
+        ok = sum(e["success"] for e in eps)
+        pens = np.array([e["pen"] for e in eps]) * 1e3
+        steps = sum(e["steps"] for e in eps)
+        wall = sum(e["wall"] for e in eps)
+        table.append(f"| {label} | {ok}/{n} ({100 * ok / n:.0f} %) | {np.median(pens):.3f} / {pens.max():.3f} | "
+                     f"{int((pens >= PEN_BOUND * 1e3).sum())} | {max(e['through'] for e in eps) * 1e3:.2f} | "
+                     f"{steps / wall:.0f} | {steps * 0.05 / wall:.1f} | "
+                     f"{sum(e['substeps'] for e in eps) / steps:.2f} | {sum(e['rejected'] for e in eps) / steps:.2f} |")
+        bad = [f"{k} ({', '.join(p for p, v in e['parts'].items() if v is False) or 'ok parts'}; events "
+               f"{' '.join(e['events']) or 'none'}"
+               + (f"; terminated" if e["terminated"] else "") + (f"; {e['failure']}" if e["failure"] else "") + ")"
+               for k, e in enumerate(eps) if not e["success"]]
+        failing.append(f"- {label}: " + ("none" if not bad else "; ".join(bad)))
+    main_rate = sum(e["success"] for e in rows[0][1]) / len(rows[0][1])
+    main_pen = max(e["pen"] for e in rows[0][1])
+    body = "\n".join([
+        "_Generated by `benchmarks/suction_pick.py`; do not edit by hand (rerun the command)._",
+        "",
+        f"- Command: `{COMMAND}`" + (f" `--episodes {args.episodes}`" if args.episodes != 50 else ""),
+        f"- Date: {date}; total runtime {total:.0f} s (1-minute load average {load0:.2f} at start, "
+        f"{os.getloadavg()[0]:.2f} at end; the machine is shared, so steps/s are indicative)",
+        f"- Machine: {machine_line()}",
+        f"- {versions('numba', ('pinocchio (pin)', 'pin'), 'numpy', 'gymnasium')}; code: git {git_rev()}",
+        "",
+        f"`ScriptedPicker` on `CenicSuction-v0` (defaults: 3 boxes, f_max = 20 N per cup with the seal/leak model, "
+        f"no domain randomization), seeds 0–{args.episodes - 1}, up to 200 steps (10 s) per episode, the same "
+        "episodes in each configuration. Success: `info[\"is_success\"]` at the last step (target inside the tote, "
+        "on its floor, released, at rest, the other boxes on the table). Max penetration: most negative contact φ "
+        "over every accepted state of the episode (all pairs). Box top above the lips: the target's top face above "
+        "the lowest cup mouth while attached (> 1 mm = the box went into the cups). Env steps/s: env steps / wall "
+        "time of `env.step` (Gymnasium wrappers included, the picker excluded).",
+        "",
+        *table,
+        "",
+        f"Result: the picker {'meets' if main_rate >= TARGET else 'misses'} the issue's target (≥ 95 % at "
+        f"ε = 1e-3): {100 * main_rate:.0f} %, max penetration {main_pen * 1e3:.3f} mm "
+        f"({'<' if main_pen < PEN_BOUND else '≥'} 1 mm).",
+        "",
+        "Failing seeds (`evaluate()` parts that are False, attach/release events):",
+        "",
+        *failing,
+    ])
+    print()
+    print(body)
+    if not args.no_write:
+        RESULTS.write_text(replace_marked_section(RESULTS.read_text(), "suction-pick", body, heading=HEADING))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

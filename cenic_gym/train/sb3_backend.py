@@ -1,0 +1,102 @@
+"""Stable-Baselines3 training (PPO, SAC, SAC + HER): vector env in Ray actors (``workers`` >= 1) or in process
+(``workers`` = 0), TensorBoard logs, checkpoints, periodic evaluation with success rate, progress bar, resume."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import gymnasium as gym
+
+from .common import EvalResult, RunSpec, ensure_ray, limit_threads, run_episodes
+
+MODEL_FILE = "model.zip"
+
+
+def _algo_class(algo):
+    from stable_baselines3 import PPO, SAC
+
+    return {"ppo": PPO, "sac": SAC}[algo]
+
+
+def _env_factory(spec: RunSpec):
+    def make():
+        import cenic_gym  # noqa: F401  (registers the ids)
+
+        return gym.make(spec.env_id, **spec.env_kwargs)
+
+    return make
+
+
+def make_vec_env(spec: RunSpec):
+    """The training vector env: ``spec.num_envs`` sub-envs over ``spec.workers`` Ray actors (one CPU each), or a
+    ``DummyVecEnv`` in this process when ``workers`` is 0; wrapped in ``VecMonitor`` (episode returns in logs)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    if spec.workers == 0:
+        venv = DummyVecEnv([_env_factory(spec)] * spec.num_envs)
+    else:
+        from cenic_gym.sb3 import make_sb3_vec_env
+
+        ensure_ray()
+        per_actor = math.ceil(spec.num_envs / spec.workers)
+        venv = make_sb3_vec_env(spec.env_id, spec.num_envs, env_kwargs=spec.env_kwargs, envs_per_actor=per_actor)
+    return VecMonitor(venv)
+
+
+def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, progress: bool = True,
+          verbose: int = 0) -> Path:
+    """Train ``spec.algo`` on ``spec.env_id`` for ``spec.steps`` env steps; writes into ``out_dir``: ``run.json``,
+    ``tb/`` (TensorBoard), ``checkpoints/model_<steps>_steps.zip``, ``eval/evaluations.npz`` (returns and success
+    rate of the periodic evaluations) and ``model.zip`` (the final model, returned)."""
+    from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    limit_threads()
+    out_dir = Path(out_dir)
+    spec.save(out_dir)
+    venv = make_vec_env(spec)
+    eval_env = VecMonitor(DummyVecEnv([_env_factory(spec)]))
+    n = spec.num_envs
+    callbacks = [
+        CheckpointCallback(save_freq=max(cfg["checkpoint_every"] // n, 1), save_path=str(out_dir / "checkpoints"),
+                           name_prefix="model"),
+        EvalCallback(eval_env, n_eval_episodes=cfg["eval_episodes"], eval_freq=max(cfg["eval_every"] // n, 1),
+                     log_path=str(out_dir / "eval"), best_model_save_path=None, deterministic=True, verbose=verbose),
+    ]
+    cls = _algo_class(spec.algo)
+    kwargs = dict(cfg["sb3"])
+    her = kwargs.pop("her", None)
+    try:
+        if resume is not None:
+            model = cls.load(resume, env=venv, tensorboard_log=str(out_dir / "tb"))
+        else:
+            if her is not None:
+                from stable_baselines3 import HerReplayBuffer
+
+                kwargs.update(replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=her)
+            policy = "MultiInputPolicy" if isinstance(venv.observation_space, gym.spaces.Dict) else "MlpPolicy"
+            model = cls(policy, venv, seed=spec.seed, tensorboard_log=str(out_dir / "tb"), verbose=verbose,
+                        **kwargs)
+        model.learn(total_timesteps=spec.steps, callback=callbacks, progress_bar=progress,
+                    reset_num_timesteps=resume is None, tb_log_name=f"{spec.algo}")
+        path = out_dir / MODEL_FILE
+        model.save(path)
+    finally:
+        venv.close()
+        eval_env.close()
+    return path
+
+
+def evaluate(checkpoint: str, spec: RunSpec, episodes: int, seed: int = 0) -> EvalResult:
+    """Deterministic episodes of the SB3 model saved at ``checkpoint`` (a ``.zip``)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    limit_threads()
+    env = DummyVecEnv([_env_factory(spec)])  # SB3 needs the env to load a model trained with HER
+    model = _algo_class(spec.algo).load(checkpoint, env=env, device="cpu")
+    env.close()
+
+    def policy(obs):
+        return model.predict(obs, deterministic=True)[0]
+
+    return run_episodes(policy, _env_factory(spec), episodes, seed)

@@ -58,7 +58,7 @@ def _scalars(result, prefix=""):
 def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, progress: bool = True,
           verbose: int = 0) -> Path:
     """Train RLlib PPO for ``spec.steps`` env steps; writes into ``out_dir``: ``run.json``, ``tb/`` (every scalar of
-    each iteration's result, plus ``eval/return`` and ``eval/success_rate``), ``checkpoints/steps_<n>/`` and
+    each iteration's result, plus ``eval/mean_reward`` and ``eval/success_rate``), ``checkpoints/steps_<n>/`` and
     ``checkpoint/`` (the final one, returned)."""
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
@@ -91,7 +91,7 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
                 next_ckpt += cfg["checkpoint_every"]
             if done >= next_eval:
                 ev = evaluate_module(algo.get_module(), spec, cfg["eval_episodes"])
-                writer.add_scalar("eval/return", ev.mean_return, lifetime)
+                writer.add_scalar("eval/mean_reward", ev.mean_return, lifetime)
                 writer.add_scalar("eval/success_rate", ev.success_rate, lifetime)
                 if verbose:
                     bar.write(f"eval at {lifetime} steps: {ev.summary()}")

@@ -44,7 +44,7 @@ def make_vec_env(spec: RunSpec):
 
 
 def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, progress: bool = True,
-          verbose: int = 0) -> Path:
+          verbose: int = 0, callbacks: list | None = None) -> Path:
     """Train ``spec.algo`` on ``spec.env_id`` for ``spec.steps`` env steps; writes into ``out_dir``: ``run.json``,
     ``tb/`` (TensorBoard), ``checkpoints/model_<steps>_steps.zip``, ``eval/evaluations.npz`` (returns and success
     rate of the periodic evaluations) and ``model.zip`` (the final model, returned)."""
@@ -58,6 +58,7 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
     eval_env = VecMonitor(DummyVecEnv([_env_factory(spec)]))
     n = spec.num_envs
     callbacks = [
+        *(callbacks or []),
         CheckpointCallback(save_freq=max(cfg["checkpoint_every"] // n, 1), save_path=str(out_dir / "checkpoints"),
                            name_prefix="model"),
         EvalCallback(eval_env, n_eval_episodes=cfg["eval_episodes"], eval_freq=max(cfg["eval_every"] // n, 1),

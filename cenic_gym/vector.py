@@ -57,6 +57,12 @@ class EnvWorker:
         self.needs_reset = [bool(needs_reset)] * len(self.envs)
         self.last_obs = [None] * len(self.envs)
 
+    def node_id(self):
+        """The Ray node this actor runs on (hex id)."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     def spaces(self):
         e = self.envs[0]
         return e.observation_space, e.action_space, dict(e.metadata), e.spec

@@ -1,4 +1,6 @@
-"""RLlib PPO (new API stack, env runners) on a cenic-gym env: ``python training/rllib_ppo.py [ENV] [--workers N] [--steps N] [--out DIR] [--resume CKPT]``.
+"""RLlib PPO (new API stack, env runners) on a cenic-gym env:
+
+    python training/rllib_ppo.py [ENV] [--workers N] [--steps N] [--out DIR] [--resume CKPT]
 
 The same as ``cenic-gym train ENV --algo ppo --backend rllib ...``; hyperparameters: cenic_gym/train/configs.py.
 ENV defaults to CenicFranka-v0.

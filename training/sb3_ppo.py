@@ -1,4 +1,6 @@
-"""SB3 PPO on a cenic-gym env: ``python training/sb3_ppo.py [ENV] [--workers N] [--steps N] [--out DIR] [--resume CKPT]``.
+"""SB3 PPO on a cenic-gym env:
+
+    python training/sb3_ppo.py [ENV] [--workers N] [--steps N] [--out DIR] [--resume CKPT]
 
 The same as ``cenic-gym train ENV --algo ppo --backend sb3 ...``; hyperparameters: cenic_gym/train/configs.py.
 ENV defaults to CenicFranka-v0.

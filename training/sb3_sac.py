@@ -1,4 +1,6 @@
-"""SB3 SAC (+ HER on goal-conditioned envs) on a cenic-gym env: ``python training/sb3_sac.py [ENV] [--workers N] [--steps N] [--out DIR] [--resume CKPT]``.
+"""SB3 SAC (+ HER on goal-conditioned envs) on a cenic-gym env:
+
+    python training/sb3_sac.py [ENV] [--workers N] [--steps N] [--out DIR] [--resume CKPT]
 
 The same as ``cenic-gym train ENV --algo sac --backend sb3 ...``; hyperparameters: cenic_gym/train/configs.py.
 ENV defaults to CenicFrankaGoal-v0.

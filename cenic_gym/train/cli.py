@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import gymnasium as gym
-import numpy as np
 
 from .configs import ALGOS, BACKENDS, CONFIGS
 

@@ -30,17 +30,20 @@ _SAC = dict(
              tau=0.05, train_freq=1, gradient_steps=1, policy_kwargs=dict(net_arch=[256, 256])),
 )
 
+REACH = dict(task="reach", action_type="ee_delta", ee_delta_scale=(0.05, 0.0), max_episode_steps=50)
+
 CONFIGS: dict[str, dict[str, dict]] = {
     "CenicFranka-v0": {
         "ppo": {**_PPO, "env_kwargs": {}},
         "sac": {**_SAC, "env_kwargs": {}},
     },
-    # reach rung of the goal-conditioned Franka (FetchReach's shape: TCP deltas, 50-step episodes, sparse reward)
+    # reach rung of the goal-conditioned Franka, shaped like FetchReach: TCP translation deltas (5 cm per step at
+    # |a| = 1; rotation actions off), 50-step episodes (2.5 s), sparse reward, goal 2.5 cm
     "CenicFrankaGoal-v0": {
-        "sac": {**_SAC, "env_kwargs": dict(task="reach", action_type="ee_delta", max_episode_steps=50),
+        "sac": {**_SAC, "env_kwargs": REACH,
                 "steps": 20_000, "eval_every": 2_000, "checkpoint_every": 5_000,
                 "sb3": {**_SAC["sb3"], "her": dict(n_sampled_goal=4, goal_selection_strategy="future")}},
-        "ppo": {**_PPO, "env_kwargs": dict(task="reach", action_type="ee_delta", max_episode_steps=50)},
+        "ppo": {**_PPO, "env_kwargs": REACH},
     },
     "CenicQuadruped-v0": {
         "ppo": {**_PPO, "env_kwargs": {}, "sb3": {**_PPO["sb3"], "gamma": 0.99}, "rllib": {**_PPO["rllib"],

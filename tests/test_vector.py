@@ -87,8 +87,8 @@ def _wait_dead(actor, timeout=30.0):
     raise AssertionError("the killed actor still answers")
 
 
-def test_killed_actor_recovers(ray_local):
-    mode = AutoresetMode.NEXT_STEP
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_killed_actor_recovers(ray_local, mode):
     venv = RayVectorEnv(ENV, N, env_kwargs={"max_episode_steps": 50}, envs_per_actor=2, autoreset_mode=mode)
     ref = SyncVectorEnv([lambda: gym.make(ENV, max_episode_steps=50)] * N, autoreset_mode=mode)
     try:
@@ -106,25 +106,24 @@ def test_killed_actor_recovers(ray_local):
         obs, rew, term, trunc, info = venv.step(acts[4])
         obs_r, rew_r, term_r, trunc_r, _ = ref.step(acts[4])
         assert venv.actors[0] is not dead and venv.restarts == 1
-        # the killed actor's episodes: truncated, with the reason, the last observation (for bootstrapping)
-        assert list(trunc[:2]) == [True, True] and not term[:2].any() and list(rew[:2]) == [0.0, 0.0]
+        # the killed actor's episodes: truncated, with the reason; the other actor's episodes did not change
+        assert list(trunc) == [True, True, False, False] and not term.any() and list(rew[:2]) == [0.0, 0.0]
         assert list(info["_actor_restarted"]) == [True, True, False, False]
         assert "actor died" in info["actor_restarted"][0]
-        assert np.array_equal(obs[:2], last[:2])
-        # the other actor's episodes did not change
         assert np.array_equal(obs[2:], obs_r[2:]) and np.array_equal(rew[2:], rew_r[2:])
-        assert not trunc[2:].any()
-        # it keeps stepping: the re-created sub-envs start new episodes (reset step), the others continue exactly
-        obs, rew, term, trunc, info = venv.step(acts[5])
+        # the new episodes of the re-created sub-envs are reproducible: seeded from (seed + i, restart count)
+        fresh = np.stack([_make().reset(seed=restart_seed(3 + i, 1))[0] for i in range(2)])
+        if mode == AutoresetMode.NEXT_STEP:  # final obs = the last one seen (for bootstrapping); reset next step
+            assert np.array_equal(obs[:2], last[:2])
+            obs, rew, term, trunc, info = venv.step(acts[5])
+            assert np.array_equal(obs[:2], fresh) and list(rew[:2]) == [0.0, 0.0]
+        else:  # reset in the same step; the last observation seen is the final one
+            assert np.array_equal(obs[:2], fresh)
+            assert all(np.array_equal(info["final_obs"][i], last[i]) for i in range(2))
+            obs, rew, term, trunc, info = venv.step(acts[5])
         obs_r, rew_r, _, _, _ = ref.step(acts[5])
-        assert np.array_equal(obs[2:], obs_r[2:])
-        assert list(rew[:2]) == [0.0, 0.0] and not (term | trunc).any()
-        assert np.all(np.isfinite(obs))
-        starts = [restart_seed(3 + i, 1) for i in range(2)]
-        for i, s in enumerate(starts):  # the new episodes are reproducible: seeded from (seed + i, restart count)
-            o, _ = _make().reset(seed=s)
-            assert np.array_equal(obs[i], o)
-        for a in acts[6:]:
+        assert np.array_equal(obs[2:], obs_r[2:]) and not (term | trunc).any()
+        for a in acts[6:]:  # it keeps stepping
             obs, rew, term, trunc, info = venv.step(a)
             obs_r, *_ = ref.step(a)
             assert np.array_equal(obs[2:], obs_r[2:]) and np.all(np.isfinite(obs))

@@ -188,7 +188,10 @@ class RayVectorEnv(VectorEnv):
     def __init__(self, env: str | Callable[[], gym.Env], num_envs: int, *, env_kwargs: dict | None = None,
                  envs_per_actor: int = 1, autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  actor_options: dict | None = None, max_restarts: int = 10, copy: bool = True):
-        import ray
+        try:
+            import ray
+        except ImportError as e:
+            raise ImportError("RayVectorEnv needs Ray: pip install 'cenic-gym[ray]'") from e
 
         self.num_envs = _positive_int("num_envs", num_envs)
         self.envs_per_actor = _positive_int("envs_per_actor", envs_per_actor)

@@ -37,8 +37,10 @@ def test_sb3_ppo_smoke(ray_local, tmp_path):
     path = train("CenicFranka-v0", "ppo", "sb3", steps=2048, workers=1, num_envs=2, out=tmp_path, overrides=over,
                  progress=False)
     assert path.is_file() and (tmp_path / "run.json").is_file() and _tb_events(tmp_path / "tb")
-    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["model_1024_steps.zip",
-                                                                           "model_2048_steps.zip"]
+    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert names == ["model_1024_steps.zip", "model_2048_steps.zip", "model_vecnormalize_1024_steps.pkl",
+                     "model_vecnormalize_2048_steps.pkl"]  # the PPO config normalizes observations
+    assert (tmp_path / "vecnormalize.pkl").is_file()
     ev = np.load(tmp_path / "eval" / "evaluations.npz")
     assert list(ev["timesteps"]) == [1024, 2048] and np.all(np.isfinite(ev["results"]))
     result = evaluate(path, episodes=2)

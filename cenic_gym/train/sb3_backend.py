@@ -56,11 +56,21 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
     spec.save(out_dir)
     venv = make_vec_env(spec)
     eval_env = VecMonitor(DummyVecEnv([_env_factory(spec)]))
+    normalize = cfg.get("normalize", False)
+    if normalize:  # observation normalization (running mean/std), saved beside every checkpoint
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        stats = None if resume is None else normalizer_path(resume)
+        if stats is not None and stats.is_file():
+            venv = VecNormalize.load(str(stats), venv)
+        else:
+            venv = VecNormalize(venv, norm_obs=True, norm_reward=False)
+        eval_env = VecNormalize(eval_env, training=False, norm_obs=True, norm_reward=False)  # synced by EvalCallback
     n = spec.num_envs
     callbacks = [
         *(callbacks or []),
         CheckpointCallback(save_freq=max(cfg["checkpoint_every"] // n, 1), save_path=str(out_dir / "checkpoints"),
-                           name_prefix="model"),
+                           name_prefix="model", save_vecnormalize=normalize),
         EvalCallback(eval_env, n_eval_episodes=cfg["eval_episodes"], eval_freq=max(cfg["eval_every"] // n, 1),
                      log_path=str(out_dir / "eval"), best_model_save_path=None, deterministic=True, verbose=verbose),
     ]
@@ -82,10 +92,21 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
                     reset_num_timesteps=resume is None, tb_log_name=f"{spec.algo}")
         path = out_dir / MODEL_FILE
         model.save(path)
+        if normalize:
+            venv.save(str(normalizer_path(path)))
     finally:
         venv.close()
         eval_env.close()
     return path
+
+
+def normalizer_path(checkpoint) -> Path:
+    """Where the observation-normalization statistics of an SB3 checkpoint are (``model.zip`` ->
+    ``vecnormalize.pkl``; ``model_<n>_steps.zip`` -> ``model_vecnormalize_<n>_steps.pkl``, SB3's name)."""
+    p = Path(checkpoint)
+    if p.name == MODEL_FILE:
+        return p.with_name("vecnormalize.pkl")
+    return p.with_name(p.name.replace("model_", "model_vecnormalize_", 1)).with_suffix(".pkl")
 
 
 def evaluate(checkpoint: str, spec: RunSpec, episodes: int, seed: int = 0) -> EvalResult:
@@ -95,9 +116,15 @@ def evaluate(checkpoint: str, spec: RunSpec, episodes: int, seed: int = 0) -> Ev
     limit_threads()
     env = DummyVecEnv([_env_factory(spec)])  # SB3 needs the env to load a model trained with HER
     model = _algo_class(spec.algo).load(checkpoint, env=env, device="cpu")
+    stats = normalizer_path(checkpoint)
+    norm = None
+    if stats.is_file():
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        norm = VecNormalize.load(str(stats), env)
     env.close()
 
     def policy(obs):
-        return model.predict(obs, deterministic=True)[0]
+        return model.predict(obs if norm is None else norm.normalize_obs(obs), deterministic=True)[0]
 
     return run_episodes(policy, _env_factory(spec), episodes, seed)

@@ -30,7 +30,10 @@ class SB3VecEnv(VecEnv):
         self._actions = None
 
     def reset(self):
-        obs, _ = self.venv.reset(seed=list(self._seeds))
+        options = [o for o in self._options if o]
+        if any(o != options[0] for o in options[1:]) or (options and len(options) != self.num_envs):
+            raise ValueError(f"SB3VecEnv passes one reset options dict to every sub-env, got {self._options!r}")
+        obs, _ = self.venv.reset(seed=list(self._seeds), options=options[0] if options else None)
         self.reset_infos = [{} for _ in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()

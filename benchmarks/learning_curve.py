@@ -1,6 +1,7 @@
 """Learning curve: SB3 SAC + HER on CenicFrankaGoal-v0's reach rung (cenic_gym/train/configs.py).
 
-    python benchmarks/learning_curve.py [--minutes 15] [--steps 30000] [--out benchmarks/learning_curve]
+    python benchmarks/learning_curve.py [--minutes 15] [--steps 30000] [--reward-type sparse|dense]
+                                        [--out benchmarks/learning_curve]
 
 Trains with the project's config for at most ``--minutes`` of wall time (or ``--steps``), evaluating every
 ``eval_every`` env steps (deterministic policy, ``eval_episodes`` episodes: success rate and mean return). Writes
@@ -50,11 +51,12 @@ def curve(run_dir):
             for e in succ]
 
 
-def run_cenic(minutes, steps, seed, out_dir):
+def run_cenic(minutes, steps, seed, out_dir, reward_type):
     from cenic_gym.train import RunSpec, get_config, sb3_backend
 
     cfg = get_config("CenicFrankaGoal-v0", "sac")
     cfg["eval_episodes"] = 10
+    cfg["env_kwargs"]["reward_type"] = reward_type
     spec = RunSpec("CenicFrankaGoal-v0", "sac", "sb3", cfg["env_kwargs"], seed, steps, 0, 1)
     t0 = time.perf_counter()
     sb3_backend.train(spec, cfg, out_dir, progress=False, callbacks=[wall_limit(60 * minutes)])
@@ -81,7 +83,7 @@ def plot(curves, path):
         ax.set_ylabel("eval success rate")
         ax.set_ylim(-0.05, 1.05)
     for ax in axes[1]:
-        ax.set_ylabel("eval return (sparse, 50 steps)")
+        ax.set_ylabel("eval return (50 steps)")
     for ax in axes[:, 0]:
         ax.set_xlabel("env steps")
     for ax in axes[:, 1]:
@@ -98,14 +100,18 @@ def main():
     p.add_argument("--minutes", type=float, default=15.0)
     p.add_argument("--steps", type=int, default=30_000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reward-type", choices=("sparse", "dense"), default="sparse",
+                   help="the goal env's reward: sparse -1/0 at 2.5 cm, or dense -distance [m] (HER relabels both)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "learning_curve"))
     a = p.parse_args()
     runs = REPO / "runs" / "learning_curve"
     out = Path(a.out)
     summary = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
     load0 = os.getloadavg()
-    wall, cfg = run_cenic(a.minutes, a.steps, a.seed, runs / "cenic_franka_reach")
-    summary["CenicFrankaGoal-v0 reach"] = dict(wall_s=wall, evals=curve(runs / "cenic_franka_reach"))
+    name = f"reach_{a.reward_type}"
+    wall, cfg = run_cenic(a.minutes, a.steps, a.seed, runs / name, a.reward_type)
+    summary[f"CenicFrankaGoal-v0 reach, {a.reward_type} reward"] = dict(wall_s=wall, evals=curve(runs / name),
+                                                                       env_kwargs=cfg["env_kwargs"])
     summary["_machine"] = dict(machine=machine_line(), code=git_rev(), load_before=load0, load_after=os.getloadavg(),
                                versions=versions("stable-baselines3", "torch", "gymnasium"))
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1))

@@ -3,6 +3,7 @@
     cenic-gym demo [--scene clutter] [--accuracy 1e-3] [--duration 2] [--out cenic_demo.png]
                         simulate a reference scene, print integrator statistics, plot step size and real-time rate
     cenic-gym scenes    list the reference scenes
+    cenic-gym list | train | eval | bench   envs and training (cenic_gym/train/cli.py)
     cenic-gym --version print the installed version
 
 Every argument is checked before anything is simulated (argparse exits with status 2 naming the bad value); the
@@ -172,12 +173,17 @@ def build_parser():
                    help="plot file; its extension sets the format, its folder is created if missing "
                         "(default: cenic_demo.png)")
     sub.add_parser("scenes", help="list the reference scenes")
+    from .train.cli import add_subcommands  # list, train, eval, bench
+
+    add_subcommands(sub)
     return p
 
 
 def main(argv=None):
     p = build_parser()
     a = p.parse_args(argv)
+    if getattr(a, "func", None) is not None:  # subcommands that bring their own handler (cenic_gym/train/cli.py)
+        return a.func(a)
     if a.cmd == "scenes":
         for name in SCENES:
             print(f"{name:15s} {DESCRIPTIONS[name]}")

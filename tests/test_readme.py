@@ -38,6 +38,9 @@ SKIP = {  # command prefix (tokens) -> why it is not run here
     ("python", "-m", "pip", "install"): "installs the package; the environment running this test is that install",
     ("pytest",): "runs the test suite this file belongs to",
     ("python", "-m", "pytest"): "runs the test suite this file belongs to",
+    ("cenic-gym", "train"): "trains for minutes; tests/test_training.py runs the same code on a few thousand steps",
+    ("cenic-gym", "eval"): "needs the checkpoint of a training run; tests/test_training.py evaluates its own",
+    ("ray", "start"): "starts a Ray node; tests/test_vector_cluster.py runs a two-node cluster",
 }
 RUN = (("cenic-gym",), ("python", "-m", "cenic_gym"))  # command prefixes run by test_bash_command
 

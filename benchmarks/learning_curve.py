@@ -1,0 +1,132 @@
+"""Learning curve: SB3 SAC + HER on CenicFrankaGoal-v0's reach rung (cenic_gym/train/configs.py).
+
+    python benchmarks/learning_curve.py [--minutes 15] [--steps 30000] [--reward-type sparse|dense]
+                                        [--out benchmarks/learning_curve]
+
+Trains with the project's config for at most ``--minutes`` of wall time (or ``--steps``), evaluating every
+``eval_every`` env steps (deterministic policy, ``eval_episodes`` episodes: success rate and mean return). Writes
+``<out>.png`` (success rate and return against env steps and wall minutes) and ``<out>.json`` (every evaluation:
+steps, wall seconds, success rate, mean return), and prints the machine and its load. The run folder goes to
+``runs/learning_curve/``. (FetchReach side by side is not here: gymnasium-robotics 1.4.2's FetchReach fails to build
+its model under mujoco 4.0.0, the version installed on this machine.)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench_common import REPO, git_rev, machine_line, versions
+
+
+def wall_limit(seconds):
+    """An SB3 callback that stops training after ``seconds`` of wall time."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class WallLimit(BaseCallback):
+        def _on_training_start(self):
+            self.t0 = time.perf_counter()
+
+        def _on_step(self):
+            return time.perf_counter() - self.t0 < seconds
+
+    return WallLimit()
+
+
+def curve(run_dir):
+    """(steps, wall s since start, success rate, mean return) of each evaluation, from the run's TensorBoard log."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    files = sorted(Path(run_dir, "tb").rglob("events.out.tfevents.*"))
+    acc = EventAccumulator(str(files[-1].parent))
+    acc.Reload()
+    succ = acc.Scalars("eval/success_rate")
+    ret = {e.step: e.value for e in acc.Scalars("eval/mean_reward")}
+    start = min(e.wall_time for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag))
+    return [dict(steps=e.step, wall_s=e.wall_time - start, success_rate=e.value, mean_return=ret.get(e.step))
+            for e in succ]
+
+
+def run_cenic(minutes, steps, seed, out_dir, reward_type):
+    from cenic_gym.train import RunSpec, get_config, sb3_backend
+
+    cfg = get_config("CenicFrankaGoal-v0", "sac")
+    cfg["eval_episodes"] = 10
+    cfg["env_kwargs"]["reward_type"] = reward_type
+    spec = RunSpec("CenicFrankaGoal-v0", "sac", "sb3", cfg["env_kwargs"], seed, steps, 0, 1)
+    t0 = time.perf_counter()
+    sb3_backend.train(spec, cfg, out_dir, progress=False, callbacks=[wall_limit(60 * minutes)])
+    return time.perf_counter() - t0, cfg
+
+
+def plot(curves, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    for name, c in curves.items():
+        s = np.array([e["steps"] for e in c])
+        w = np.array([e["wall_s"] for e in c]) / 60
+        sr = np.array([e["success_rate"] for e in c])
+        r = np.array([e["mean_return"] for e in c], dtype=float)
+        axes[0, 0].plot(s, sr, "o-", label=name)
+        axes[0, 1].plot(w, sr, "o-", label=name)
+        axes[1, 0].plot(s, r, "o-", label=name)
+        axes[1, 1].plot(w, r, "o-", label=name)
+    for ax in axes[0]:
+        ax.set_ylabel("eval success rate")
+        ax.set_ylim(-0.05, 1.05)
+    for ax in axes[1]:
+        ax.set_ylabel("eval return (50 steps)")
+    for ax in axes[:, 0]:
+        ax.set_xlabel("env steps")
+    for ax in axes[:, 1]:
+        ax.set_xlabel("wall time [min]")
+    axes[0, 0].legend()
+    fig.suptitle("SB3 SAC + HER, reach (deterministic evaluation episodes)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--minutes", type=float, default=15.0)
+    p.add_argument("--steps", type=int, default=30_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reward-type", choices=("sparse", "dense"), default="sparse",
+                   help="the goal env's reward: sparse -1/0 at 2.5 cm, or dense -distance [m] (HER relabels both)")
+    p.add_argument("--out", default=str(REPO / "benchmarks" / "learning_curve"))
+    a = p.parse_args()
+    runs = REPO / "runs" / "learning_curve"
+    out = Path(a.out)
+    summary = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
+    load0 = os.getloadavg()
+    name = f"reach_{a.reward_type}"
+    wall, cfg = run_cenic(a.minutes, a.steps, a.seed, runs / name, a.reward_type)
+    summary[f"CenicFrankaGoal-v0 reach, {a.reward_type} reward"] = dict(wall_s=wall, evals=curve(runs / name),
+                                                                       env_kwargs=cfg["env_kwargs"])
+    summary["_machine"] = dict(machine=machine_line(), code=git_rev(), load_before=load0, load_after=os.getloadavg(),
+                               versions=versions("stable-baselines3", "torch", "gymnasium"))
+    out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
+    plot({k: v["evals"] for k, v in summary.items() if not k.startswith("_")}, out.with_suffix(".png"))
+    for name, v in summary.items():
+        if name.startswith("_"):
+            continue
+        best = max(v["evals"], key=lambda e: e["success_rate"])
+        first90 = next((e for e in v["evals"] if e["success_rate"] >= 0.9), None)
+        reached = "never" if first90 is None else \
+            f"{first90['steps']} steps, {first90['wall_s'] / 60:.1f} min"
+        print(f"{name}: {v['wall_s'] / 60:.1f} min, {v['evals'][-1]['steps']} steps; best success "
+              f"{best['success_rate']:.2f} at {best['steps']} steps; >= 0.9 first at {reached}")
+    print(summary["_machine"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Ray scaling of RayVectorEnv on this machine: env steps/s with 1 and 2 workers (actors, one CPU each) against
+in-process stepping, per-step Ray overhead, memory per actor and per env, and a soak of many vector steps with the
+resident memory of the driver and the actors sampled along the way.
+
+    python benchmarks/ray_scaling.py [--env CenicFranka-v0] [--envs-per-actor 4] [--vector-steps 60]
+                                     [--soak 100000] [--soak-env-kwargs '{"fixed_step": 0.05}'] [--out FILE.json]
+
+Scaling: ``w`` actors x ``envs_per_actor`` sub-envs, random actions (seeded), ``--vector-steps`` timed vector steps
+after one untimed; efficiency per core = env steps/s / (w x in-process env steps/s of one env on one core).
+Overhead: mean vector-step time of a 1-actor, 1-env RayVectorEnv minus the in-process step time of the same env,
+measured on CartPole-v1 (an env that costs ~10 us, so the difference is the round trip) and on the CENIC env.
+Memory: VmRSS (/proc) of each actor process with 1 and with ``envs_per_actor`` envs; per env = the difference /
+(envs_per_actor - 1). CPU: user + system time of the actor processes (/proc) per env step against this
+process's CPU time per in-process env step (cpu_efficiency: how much of an actor's CPU goes into env steps; on a
+shared machine the wall-clock efficiency also measures what the other processes take). Soak: a 1-actor, 1-env
+vector env (``--soak-env-kwargs``: a cheap configuration so that 10^5 steps fit in minutes), RSS of driver and actor every ``soak/20`` steps; growth after warm-up = last / the
+sample at 10 % of the run - 1. Prints the machine and its load average (the machine may be shared).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import gymnasium as gym
+
+import cenic_gym  # noqa: F401  (registers the ids)
+from bench_common import REPO, git_rev, machine_line, versions
+
+
+def rss_mb(pid):
+    """Resident set size [MB] of process ``pid`` (VmRSS from /proc)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_s(pid):
+    """User + system CPU time [s] of process ``pid`` so far (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def actor_pids(venv):
+    import ray
+
+    return ray.get([a.__ray_call__.remote(lambda self: os.getpid()) for a in venv.actors])
+
+
+def in_process_rate(env_id, env_kwargs, steps, seed=0, cpu=False):
+    """Env steps/s of one env stepped in this process (one untimed step first); with ``cpu``, also the CPU
+    seconds per env step of this process."""
+    env = gym.make(env_id, **env_kwargs)
+    env.action_space.seed(seed)
+    env.reset(seed=seed)
+    env.step(env.action_space.sample())
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        if term or trunc:
+            env.reset()
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    env.close()
+    return (steps / dt, dc / steps) if cpu else steps / dt
+
+
+def vector_rate(env_id, env_kwargs, actors, per_actor, vector_steps, seed=0):
+    """(env steps/s, seconds per vector step, [actor RSS MB], actor CPU s per env step) of a RayVectorEnv of
+    ``actors`` x ``per_actor``."""
+    from cenic_gym.vector import RayVectorEnv
+
+    venv = RayVectorEnv(env_id, actors * per_actor, env_kwargs=env_kwargs, envs_per_actor=per_actor)
+    try:
+        venv.action_space.seed(seed)
+        venv.reset(seed=seed)
+        venv.step(venv.action_space.sample())
+        pids = actor_pids(venv)
+        c0 = sum(cpu_s(p) for p in pids)
+        t0 = time.perf_counter()
+        for _ in range(vector_steps):
+            venv.step(venv.action_space.sample())
+        dt = time.perf_counter() - t0
+        cpu = (sum(cpu_s(p) for p in pids) - c0) / (actors * per_actor * vector_steps)
+        rss = [rss_mb(p) for p in pids]
+    finally:
+        venv.close()
+    return actors * per_actor * vector_steps / dt, dt / vector_steps, rss, cpu
+
+
+def soak(env_id, env_kwargs, steps, samples=20, seed=0):
+    from cenic_gym.vector import RayVectorEnv
+
+    venv = RayVectorEnv(env_id, 1, env_kwargs=env_kwargs)
+    out = []
+    try:
+        pid = actor_pids(venv)[0]
+        venv.action_space.seed(seed)
+        venv.reset(seed=seed)
+        t0 = time.perf_counter()
+        every = max(steps // samples, 1)
+        for k in range(1, steps + 1):
+            venv.step(venv.action_space.sample())
+            if k % every == 0:
+                out.append(dict(steps=k, wall_s=time.perf_counter() - t0, driver_mb=rss_mb(os.getpid()),
+                                actor_mb=rss_mb(pid)))
+                print(f"  soak {k}: {out[-1]}", flush=True)
+    finally:
+        venv.close()
+    ref = next(s for s in out if s["steps"] >= steps // 10)
+    growth = {f"{w}_growth": out[-1][f"{w}_mb"] / ref[f"{w}_mb"] - 1.0 for w in ("driver", "actor")}
+    return dict(samples=out, warmup_steps=ref["steps"], **growth, restarts=venv.restarts)
+
+
+def main():
+    import ray
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--env", default="CenicFranka-v0")
+    p.add_argument("--env-kwargs", default="{}", help="JSON dict of gym.make kwargs for the scaling runs")
+    p.add_argument("--envs-per-actor", type=int, default=4)
+    p.add_argument("--vector-steps", type=int, default=60)
+    p.add_argument("--soak", type=int, default=0, help="vector steps of the soak (0: none)")
+    p.add_argument("--soak-env-kwargs", default='{"fixed_step": 0.05}')
+    p.add_argument("--skip-scaling", action="store_true")
+    p.add_argument("--out", default=str(REPO / "benchmarks" / "ray_scaling.json"))
+    a = p.parse_args()
+    kwargs = {"max_episode_steps": 200, **json.loads(a.env_kwargs)}
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    result = json.loads(open(a.out).read()) if os.path.exists(a.out) else {}
+    result["machine"] = dict(machine=machine_line(), code=git_rev(), load_before=os.getloadavg(),
+                             versions=versions("ray", "gymnasium", "numba"))
+    if not a.skip_scaling:
+        k = a.envs_per_actor
+        base, base_cpu = in_process_rate(a.env, kwargs, a.vector_steps * k, cpu=True)
+        runs = {}
+        for w in (1, 2):
+            sps, per_step, rss, cpu = vector_rate(a.env, kwargs, w, k, a.vector_steps)
+            runs[w] = dict(env_steps_per_s=sps, s_per_vector_step=per_step, actor_rss_mb=rss,
+                           efficiency_per_core=sps / (w * base), actor_cpu_ms_per_env_step=cpu * 1e3,
+                           cpu_efficiency=base_cpu / cpu)
+            print(f"{w} worker(s) x {k} envs: {sps:.1f} env steps/s, efficiency per core {sps / (w * base):.2f}; "
+                  f"actor CPU {cpu * 1e3:.2f} ms per env step vs {base_cpu * 1e3:.2f} in process", flush=True)
+        over = {}
+        for env_id, ekw in (("CartPole-v1", {}), (a.env, kwargs)):
+            inproc = 1.0 / in_process_rate(env_id, ekw, 2000 if env_id == "CartPole-v1" else 200)
+            _, per_step, rss1, _ = vector_rate(env_id, ekw, 1, 1, 2000 if env_id == "CartPole-v1" else 200)
+            over[env_id] = dict(in_process_ms=inproc * 1e3, ray_ms=per_step * 1e3,
+                                overhead_ms=(per_step - inproc) * 1e3, actor_rss_mb=rss1[0])
+            print(f"overhead {env_id}: {over[env_id]}", flush=True)
+        rss1 = over[a.env]["actor_rss_mb"]
+        rssk = runs[1]["actor_rss_mb"][0]
+        result["scaling"] = dict(env=a.env, env_kwargs=kwargs, envs_per_actor=k, in_process_env_steps_per_s=base,
+                                 in_process_cpu_ms_per_env_step=base_cpu * 1e3,
+                                 workers=runs, overhead=over, mem_per_env_mb=(rssk - rss1) / (k - 1),
+                                 mem_actor_1env_mb=rss1, driver_rss_mb=rss_mb(os.getpid()),
+                                 efficiency_2_vs_1=runs[2]["env_steps_per_s"] / (2 * runs[1]["env_steps_per_s"]))
+        print(f"in process: {base:.1f} env steps/s; memory per env {(rssk - rss1) / (k - 1):.1f} MB, actor with 1 env "
+              f"{rss1:.0f} MB", flush=True)
+    if a.soak:
+        skw = {"max_episode_steps": 200, **json.loads(a.soak_env_kwargs)}
+        t0 = time.perf_counter()
+        result["soak"] = dict(env=a.env, env_kwargs=skw, vector_steps=a.soak, **soak(a.env, skw, a.soak),
+                              wall_s=time.perf_counter() - t0)
+        print(f"soak: driver growth {result['soak']['driver_growth']:+.3%}, actor growth "
+              f"{result['soak']['actor_growth']:+.3%} after {result['soak']['warmup_steps']} warm-up steps")
+    result["machine"]["load_after"] = os.getloadavg()
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=1)
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

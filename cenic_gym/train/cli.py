@@ -1,0 +1,164 @@
+"""``cenic-gym`` subcommands for envs and training: ``list``, ``train``, ``eval``, ``bench``.
+
+    cenic-gym list                          registered envs, one line each
+    cenic-gym train ENV --algo ppo|sac [--backend sb3|rllib] [--workers N] [--steps N] [--out DIR] [--resume CKPT]
+    cenic-gym eval CHECKPOINT [--episodes N]   plain episode evaluation of a training checkpoint
+    cenic-gym bench ENV [--steps N]         env steps/s with random actions, in this process, one thread
+
+:func:`add_subcommands` adds them to the main parser (``cenic_gym/cli.py``); each sets ``func``. Heavy imports
+(torch, SB3, Ray) happen only when a command runs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+
+from .configs import ALGOS, BACKENDS, CONFIGS
+
+
+def cenic_ids():
+    """The registered cenic-gym env ids (``import cenic_gym`` registers them)."""
+    import cenic_gym  # noqa: F401
+
+    return sorted(k for k in gym.registry if k.startswith("Cenic"))
+
+
+def describe(env_id):
+    """One line: id, episode length, the task module's one-line summary and the id's fixed options."""
+    spec = gym.spec(env_id)
+    module = spec.entry_point.split(":")[0]
+    import importlib
+
+    doc = (importlib.import_module(module).__doc__ or "").strip().splitlines()
+    summary = doc[0].split(": ", 1)[-1] if doc else ""
+    extra = f" [{', '.join(f'{k}={v}' for k, v in spec.kwargs.items())}]" if spec.kwargs else ""
+    return f"{env_id:20s} {spec.max_episode_steps:5d} steps  {summary}{extra}"
+
+
+def bench(env_id, steps=200, seed=0, env_kwargs=None):
+    """Random-action env steps/s in this process (one reset and one step first, untimed: numba load)."""
+    env = gym.make(env_id, **(env_kwargs or {}))
+    env.action_space.seed(seed)
+    env.reset(seed=seed)
+    env.step(env.action_space.sample())
+    substeps, sim_time, t0 = 0, 0.0, time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        substeps += info["sim"]["substeps"]
+        sim_time += env.unwrapped.control_period
+        if terminated or truncated:
+            env.reset()
+    wall = time.perf_counter() - t0
+    env.close()
+    return dict(steps_per_s=steps / wall, realtime_factor=sim_time / wall, substeps_per_step=substeps / steps,
+                wall_s=wall)
+
+
+def _positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return v
+
+
+def _count(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return v
+
+
+def _list(a):
+    for env_id in cenic_ids():
+        print(describe(env_id))
+    return 0
+
+
+def _train(a):
+    from . import train
+    from .common import ensure_ray
+
+    if a.algo not in CONFIGS[a.env]:
+        a.parser.error(f"argument --algo: {a.algo!r} has no config for {a.env}; choose one of {sorted(CONFIGS[a.env])}")
+    if a.backend == "rllib" and a.algo != "ppo":
+        a.parser.error(f"argument --backend: rllib trains ppo only, got --algo {a.algo}; use --backend sb3 for sac")
+    if a.address is not None:
+        ensure_ray(a.address)
+    out = a.out or f"runs/{a.env}_{a.algo}_{a.backend}"
+    path = train(a.env, a.algo, a.backend, steps=a.steps, workers=a.workers, num_envs=a.num_envs, out=out,
+                 seed=a.seed, resume=a.resume, progress=not a.no_progress, verbose=a.verbose)
+    print(f"final checkpoint: {path}")
+    print(f"TensorBoard: tensorboard --logdir {Path(out) / 'tb'}")
+    return 0
+
+
+def _eval(a):
+    from . import evaluate
+
+    if not Path(a.checkpoint).exists():
+        a.parser.error(f"argument CHECKPOINT: {a.checkpoint!r} does not exist")
+    result = evaluate(a.checkpoint, episodes=a.episodes, seed=a.seed)
+    print(f"{a.checkpoint}: {result.summary()}")
+    return 0
+
+
+def _bench(a):
+    r = bench(a.env, a.steps, a.seed)
+    print(f"{a.env}: {r['steps_per_s']:.1f} env steps/s, real-time factor {r['realtime_factor']:.2f}, "
+          f"{r['substeps_per_step']:.1f} CENIC steps per env step ({a.steps} random-action steps, one process)")
+    return 0
+
+
+def add_subcommands(sub):
+    """Add ``list``, ``train``, ``eval`` and ``bench`` to the ``cenic-gym`` subparsers ``sub``."""
+    ids = cenic_ids()
+    p = sub.add_parser("list", help="list the registered envs, one line each")
+    p.set_defaults(func=_list, parser=p)
+
+    p = sub.add_parser("train", help="train a policy (SB3 PPO/SAC or RLlib PPO)",
+                       description="Train with the per-env config of cenic_gym/train/configs.py; writes run.json, "
+                                   "TensorBoard logs (tb/), checkpoints, evaluations and the final model to --out.")
+    p.add_argument("env", choices=sorted(CONFIGS), metavar="ENV", help=f"one of {', '.join(sorted(CONFIGS))}")
+    p.add_argument("--algo", choices=ALGOS, default="ppo", help="ppo or sac (default: ppo)")
+    p.add_argument("--backend", choices=BACKENDS, default="sb3", help="sb3 or rllib (default: sb3)")
+    p.add_argument("--workers", type=_count, default=0,
+                   help="Ray actors / env runners, one CPU each (0: step the envs in this process; default 0)")
+    p.add_argument("--steps", type=_positive_int, default=None, help="env steps (default: the config's)")
+    p.add_argument("--num-envs", type=_positive_int, default=None, help="sub-envs (default: the config's)")
+    p.add_argument("--out", default=None, help="run folder (default: runs/ENV_ALGO_BACKEND)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from a checkpoint of this run")
+    p.add_argument("--address", default=None, help="Ray cluster to join (ray.init(address=...)), e.g. auto")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2))
+    p.set_defaults(func=_train, parser=p)
+
+    p = sub.add_parser("eval", help="evaluate a training checkpoint: return and success rate over episodes")
+    p.add_argument("checkpoint", metavar="CHECKPOINT", help="an SB3 .zip or an RLlib checkpoint folder of a run")
+    p.add_argument("--episodes", type=_positive_int, default=10)
+    p.add_argument("--seed", type=int, default=0, help="episode k is reset with seed + k")
+    p.set_defaults(func=_eval, parser=p)
+
+    p = sub.add_parser("bench", help="env steps/s with random actions (one process, one thread)")
+    p.add_argument("env", choices=ids, metavar="ENV", help=f"one of {', '.join(ids)}")
+    p.add_argument("--steps", type=_positive_int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_bench, parser=p)
+    return sub
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="cenic-gym")
+    add_subcommands(parser.add_subparsers(dest="cmd", required=True))
+    args = parser.parse_args()
+    sys.exit(args.func(args))

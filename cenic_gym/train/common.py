@@ -1,0 +1,116 @@
+"""What the training backends share: the run record (``run.json``), thread limits, Ray start-up, and plain
+episode evaluation of a policy (return, success rate, length)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+RUN_FILE = "run.json"
+THREAD_VARS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+
+
+@dataclass
+class RunSpec:
+    """What a training run is (saved as ``run.json`` in its output folder; ``eval CHECKPOINT`` reads it)."""
+
+    env_id: str
+    algo: str
+    backend: str
+    env_kwargs: dict = field(default_factory=dict)
+    seed: int = 0
+    steps: int = 0
+    workers: int = 0
+    num_envs: int = 1
+
+    def save(self, out_dir: Path):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / RUN_FILE).write_text(json.dumps(asdict(self), indent=2))
+
+    @staticmethod
+    def find(checkpoint: str | os.PathLike) -> RunSpec:
+        """The run record of ``checkpoint`` (a file or folder inside a run folder, up to 3 levels down)."""
+        p = Path(checkpoint).resolve()
+        if not p.exists():
+            raise FileNotFoundError(f"checkpoint {str(checkpoint)!r} does not exist")
+        for folder in [p, *p.parents][:4]:
+            f = folder / RUN_FILE
+            if f.is_file():
+                return RunSpec(**json.loads(f.read_text()))
+        raise FileNotFoundError(f"no {RUN_FILE} beside or above {str(checkpoint)!r}: not a cenic-gym training "
+                                "checkpoint (cenic-gym train writes one into its --out folder)")
+
+
+def limit_threads():
+    """One thread for torch and the numeric libraries in this process (two threads make SB3 PPO ~15x slower on a
+    2-core machine); the environment variables also reach processes started from here (Ray workers)."""
+    for k, v in THREAD_VARS.items():
+        os.environ.setdefault(k, v)
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def ensure_ray(address: str | None = None):
+    """Start (or join, with ``address``) Ray if it is not running; workers inherit one-thread settings."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": dict(THREAD_VARS)})
+
+
+def check_positive_int(name, value, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+@dataclass
+class EvalResult:
+    """Plain evaluation: ``returns`` and ``lengths`` per episode, ``successes`` (``info["is_success"]`` at the
+    episode's last step)."""
+
+    returns: list
+    lengths: list
+    successes: list
+
+    @property
+    def mean_return(self):
+        return float(np.mean(self.returns))
+
+    @property
+    def success_rate(self):
+        return float(np.mean(self.successes))
+
+    def summary(self):
+        return (f"{len(self.returns)} episodes: return {self.mean_return:.3f} ± {float(np.std(self.returns)):.3f}, "
+                f"success rate {self.success_rate:.2f}, length {float(np.mean(self.lengths)):.1f}")
+
+
+def run_episodes(policy: Callable, make_env: Callable[[], gym.Env], episodes: int, seed: int = 0) -> EvalResult:
+    """Run ``episodes`` episodes of ``policy(obs) -> action`` in one env (seeds ``seed``, ``seed + 1``, ...)."""
+    check_positive_int("episodes", episodes)
+    env = make_env()
+    returns, lengths, successes = [], [], []
+    try:
+        for k in range(episodes):
+            obs, info = env.reset(seed=seed + k)
+            total, n, done = 0.0, 0, False
+            while not done:
+                obs, r, terminated, truncated, info = env.step(policy(obs))
+                total, n, done = total + float(r), n + 1, terminated or truncated
+            if not math.isfinite(total):
+                raise FloatingPointError(f"episode {k} returned a non-finite return {total}")
+            returns.append(total)
+            lengths.append(n)
+            successes.append(bool(info.get("is_success", False)))
+    finally:
+        env.close()
+    return EvalResult(returns, lengths, successes)

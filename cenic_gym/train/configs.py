@@ -1,0 +1,76 @@
+"""Per-env training hyperparameters (Playground ``config/`` style), kept apart from the env code.
+
+``CONFIGS[env_id][algo]`` is a dict with:
+
+- ``env_kwargs``: ``gym.make`` keyword arguments for training and evaluation (env options, ``max_episode_steps``);
+- ``num_envs``: sub-envs in the vector env (spread over ``--workers`` Ray actors, or in process with 0 workers);
+- ``steps``: default total env steps of ``cenic-gym train``;
+- ``eval_every`` / ``eval_episodes``: periodic evaluation (env steps between evaluations, episodes per evaluation);
+- ``checkpoint_every``: env steps between checkpoints;
+- ``normalize``: SB3 observation normalization (``VecNormalize``, running mean / std; saved beside each checkpoint);
+- ``sb3``: keyword arguments of the SB3 algorithm (``policy_kwargs`` included; ``her`` adds SB3's
+  ``HerReplayBuffer`` with these arguments, for goal-conditioned envs with SAC);
+- ``rllib``: arguments of ``PPOConfig.training`` (PPO only).
+
+Numbers follow the SB3 zoo / Playground defaults for similar tasks, sized for a 2-core machine.
+"""
+from __future__ import annotations
+
+import copy
+
+_PPO = dict(
+    num_envs=4, steps=200_000, eval_every=20_000, eval_episodes=5, checkpoint_every=20_000, normalize=True,
+    sb3=dict(n_steps=256, batch_size=256, n_epochs=10, learning_rate=3e-4, gamma=0.98, gae_lambda=0.95,
+             clip_range=0.2, ent_coef=0.0, policy_kwargs=dict(net_arch=[256, 256])),
+    rllib=dict(lr=3e-4, gamma=0.98, lambda_=0.95, clip_param=0.2, num_epochs=10, minibatch_size=256,
+               train_batch_size_per_learner=1024),
+)
+_SAC = dict(
+    num_envs=1, steps=50_000, eval_every=5_000, eval_episodes=10, checkpoint_every=10_000, normalize=False,
+    sb3=dict(learning_rate=1e-3, buffer_size=1_000_000, batch_size=256, learning_starts=1_000, gamma=0.95,
+             tau=0.05, train_freq=1, gradient_steps=1, policy_kwargs=dict(net_arch=[256, 256])),
+)
+
+REACH = dict(task="reach", action_type="ee_delta", ee_delta_scale=(0.05, 0.0), max_episode_steps=50)
+
+CONFIGS: dict[str, dict[str, dict]] = {
+    "CenicFranka-v0": {
+        "ppo": {**_PPO, "env_kwargs": {}},
+        "sac": {**_SAC, "env_kwargs": {}},
+    },
+    # reach rung of the goal-conditioned Franka, shaped like FetchReach: TCP translation deltas (5 cm per step at
+    # |a| = 1; rotation actions off), 50-step episodes (2.5 s), sparse reward, goal 2.5 cm
+    "CenicFrankaGoal-v0": {
+        "sac": {**_SAC, "env_kwargs": REACH, "normalize": True,  # the SB3 zoo's FetchReach settings
+                "steps": 20_000, "eval_every": 2_000, "checkpoint_every": 5_000,
+                "sb3": {**_SAC["sb3"], "policy_kwargs": dict(net_arch=[64, 64]),
+                        "her": dict(n_sampled_goal=4, goal_selection_strategy="future")}},
+        "ppo": {**_PPO, "env_kwargs": REACH},
+    },
+    "CenicQuadruped-v0": {
+        "ppo": {**_PPO, "env_kwargs": {}, "sb3": {**_PPO["sb3"], "gamma": 0.99}, "rllib": {**_PPO["rllib"],
+                                                                                          "gamma": 0.99}},
+        "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
+    },
+    "CenicAllegro-v0": {
+        "ppo": {**_PPO, "env_kwargs": {}, "sb3": {**_PPO["sb3"], "gamma": 0.99}, "rllib": {**_PPO["rllib"],
+                                                                                          "gamma": 0.99}},
+        "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
+    },
+    "CenicSuction-v0": {
+        "ppo": {**_PPO, "env_kwargs": {}},
+        "sac": {**_SAC, "env_kwargs": {}},
+    },
+}
+
+ALGOS = ("ppo", "sac")
+BACKENDS = ("sb3", "rllib")
+
+
+def get_config(env_id: str, algo: str) -> dict:
+    """A deep copy of ``CONFIGS[env_id][algo]``; an unknown env or algo raises ValueError listing the choices."""
+    if env_id not in CONFIGS:
+        raise ValueError(f"unknown env {env_id!r}; choose one of {sorted(CONFIGS)}")
+    if algo not in CONFIGS[env_id]:
+        raise ValueError(f"unknown algo {algo!r} for {env_id}; choose one of {sorted(CONFIGS[env_id])}")
+    return copy.deepcopy(CONFIGS[env_id][algo])

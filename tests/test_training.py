@@ -1,0 +1,124 @@
+"""Training smoke (CI): SB3 PPO, SB3 SAC + HER and RLlib PPO for a few thousand env steps each on Ray workers:
+finite returns, TensorBoard logs, checkpoints saved, reloaded for evaluation and resumed; the training CLI's
+commands and its errors for unknown env / algo / backend."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cenic_gym import cli
+from cenic_gym.train import evaluate, get_config, train
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("stable_baselines3")
+
+SHORT = {"max_episode_steps": 50}
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    if started:
+        ray.shutdown()
+
+
+def _tb_events(folder):
+    return list(folder.rglob("events.out.tfevents.*"))
+
+
+def test_sb3_ppo_smoke(ray_local, tmp_path):
+    over = dict(eval_every=1024, checkpoint_every=1024, eval_episodes=1, env_kwargs=SHORT,
+                sb3=dict(n_steps=256, batch_size=128, n_epochs=2))
+    path = train("CenicFranka-v0", "ppo", "sb3", steps=2048, workers=1, num_envs=2, out=tmp_path, overrides=over,
+                 progress=False)
+    assert path.is_file() and (tmp_path / "run.json").is_file() and _tb_events(tmp_path / "tb")
+    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert names == ["model_1024_steps.zip", "model_2048_steps.zip", "model_vecnormalize_1024_steps.pkl",
+                     "model_vecnormalize_2048_steps.pkl"]  # the PPO config normalizes observations
+    assert (tmp_path / "vecnormalize.pkl").is_file()
+    ev = np.load(tmp_path / "eval" / "evaluations.npz")
+    assert list(ev["timesteps"]) == [1024, 2048] and np.all(np.isfinite(ev["results"]))
+    result = evaluate(path, episodes=2)
+    assert len(result.returns) == 2 and all(math.isfinite(r) for r in result.returns)
+    assert result.lengths == [50, 50] and 0.0 <= result.success_rate <= 1.0
+    # resume from a checkpoint: the step counter continues
+    from stable_baselines3 import PPO
+
+    again = train("CenicFranka-v0", "ppo", "sb3", steps=512, workers=1, num_envs=2, out=tmp_path / "resumed",
+                  overrides=over, resume=str(tmp_path / "checkpoints" / "model_1024_steps.zip"), progress=False)
+    assert PPO.load(again).num_timesteps == 1024 + 512
+
+
+def test_sb3_sac_her_smoke(ray_local, tmp_path):
+    over = dict(eval_every=200, checkpoint_every=200, eval_episodes=1, sb3=dict(learning_starts=100, batch_size=64))
+    path = train("CenicFrankaGoal-v0", "sac", "sb3", steps=400, workers=1, num_envs=1, out=tmp_path,
+                 overrides=over, progress=False)
+    assert get_config("CenicFrankaGoal-v0", "sac")["env_kwargs"]["task"] == "reach"
+    ev = np.load(tmp_path / "eval" / "evaluations.npz")
+    assert np.all(np.isfinite(ev["results"])) and ev["successes"].shape == (2, 1)
+    result = evaluate(path, episodes=1)
+    assert math.isfinite(result.mean_return) and -50.0 <= result.mean_return <= 0.0  # sparse −1/0 over 50 steps
+
+
+def test_rllib_ppo_smoke(ray_local, tmp_path):
+    over = dict(eval_every=500, checkpoint_every=500, eval_episodes=1, env_kwargs=SHORT,
+                rllib=dict(train_batch_size_per_learner=500, minibatch_size=125, num_epochs=2))
+    path = train("CenicFranka-v0", "ppo", "rllib", steps=1000, workers=1, num_envs=2, out=tmp_path,
+                 overrides=over, progress=False)
+    assert (path / "rllib_checkpoint.json").is_file() and _tb_events(tmp_path / "tb")
+    assert len(list((tmp_path / "checkpoints").iterdir())) == 2
+    result = evaluate(path, episodes=2)
+    assert all(math.isfinite(r) for r in result.returns) and result.lengths == [50, 50]
+    again = train("CenicFranka-v0", "ppo", "rllib", steps=500, workers=1, num_envs=2, out=tmp_path / "resumed",
+                  overrides=over, resume=str(path), progress=False)
+    assert math.isfinite(evaluate(again, episodes=1).mean_return)
+
+
+def test_cli_list_and_bench(capsys):
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["CenicAllegro-v0", "CenicFranka-v0", "CenicFrankaGoal-v0",
+                                                   "CenicQuadruped-v0", "CenicSuction-v0"]
+    assert cli.main(["bench", "CenicFranka-v0", "--steps", "5"]) == 0
+    assert "env steps/s" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "Nope-v0"], "argument ENV: invalid choice: 'Nope-v0' (choose from 'CenicAllegro-v0'"),
+    (["train", "CenicFranka-v0", "--algo", "dqn"], "argument --algo: invalid choice: 'dqn' (choose from 'ppo', "
+                                                   "'sac')"),
+    (["train", "CenicFranka-v0", "--backend", "jax"], "argument --backend: invalid choice: 'jax' (choose from "
+                                                      "'sb3', 'rllib')"),
+    (["train", "CenicFranka-v0", "--backend", "rllib", "--algo", "sac"], "rllib trains ppo only"),
+    (["train", "CenicFranka-v0", "--workers", "-1"], "argument --workers: must be an integer >= 0, got '-1'"),
+    (["train", "CenicFranka-v0", "--steps", "0"], "argument --steps: must be an integer >= 1, got '0'"),
+    (["eval", "no/such/checkpoint.zip"], "argument CHECKPOINT: 'no/such/checkpoint.zip' does not exist"),
+    (["eval", "x", "--episodes", "0"], "argument --episodes: must be an integer >= 1, got '0'"),
+    (["bench", "Nope-v0"], "argument ENV: invalid choice: 'Nope-v0'"),
+])
+def test_cli_errors_list_the_choices(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_train_api_errors(tmp_path):
+    (tmp_path / "not_a_run").mkdir()
+    with pytest.raises(ValueError, match=r"unknown env 'Nope-v0'; choose one of \['CenicAllegro-v0'"):
+        train("Nope-v0")
+    with pytest.raises(ValueError, match=r"unknown algo 'dqn'; choose one of \['ppo', 'sac'\]"):
+        train("CenicFranka-v0", "dqn")
+    with pytest.raises(ValueError, match=r"unknown backend 'jax'; choose one of \['sb3', 'rllib'\]"):
+        train("CenicFranka-v0", "ppo", "jax")
+    with pytest.raises(ValueError, match=r"the rllib backend trains ppo only"):
+        train("CenicFranka-v0", "sac", "rllib", out=tmp_path)
+    with pytest.raises(ValueError, match=r"unknown config entry 'lr'"):
+        train("CenicFranka-v0", overrides={"lr": 1.0})
+    with pytest.raises(FileNotFoundError, match=r"no run.json beside or above"):
+        evaluate(tmp_path / "not_a_run")

@@ -1,0 +1,166 @@
+"""Policies as the evaluation toolkit sees them: a callable ``obs -> action`` (numpy in, numpy out).
+
+    policy = load_policy("scripted", env)          # CenicFranka-v0's ScriptedExpert (reads the env's state)
+    policy = load_policy("ppo.zip", env)           # a Stable-Baselines3 model (+ ppo.vecnormalize.pkl if present)
+    policy = load_policy("policy.onnx", env)       # an exported policy, run by onnxruntime
+    policy = load_policy("policy.pt", env)         # an exported TorchScript policy
+    policy.reset(env); action = policy(obs)
+
+Every policy has ``name`` (for tables and plots), ``reset(env)`` (called after each ``env.reset``: a scripted policy
+plans there, a stateless one ignores it) and ``__call__(obs) -> action`` (float32, the env's action shape).
+Heavy libraries (torch, stable-baselines3, onnxruntime) are imported only by the policy kind that needs them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the evaluation calls: ``reset(env)`` after every ``env.reset``, then ``policy(obs) -> action``."""
+
+    name: str
+
+    def reset(self, env) -> None: ...
+
+    def __call__(self, obs) -> np.ndarray: ...
+
+
+class ScriptedPolicy:
+    """A scripted (non-learned) policy class built from the env, e.g. ``ScriptedExpert``: rebuilt at every
+    ``reset(env)`` (it plans from the episode's start state, which it reads from the simulator, not the observation:
+    observation noise does not reach it)."""
+
+    def __init__(self, factory, name="scripted"):
+        self.factory = factory
+        self.name = name
+        self._policy = None
+
+    def reset(self, env):
+        self._policy = self.factory(env)
+        if hasattr(self._policy, "reset"):
+            self._policy.reset()
+
+    def __call__(self, obs):
+        if self._policy is None:
+            raise RuntimeError("ScriptedPolicy: call reset(env) after env.reset() before asking for actions")
+        return np.asarray(self._policy(obs), dtype=np.float32)
+
+
+class SB3Policy:
+    """A Stable-Baselines3 model's deterministic action (``model.predict(obs, deterministic=True)``), with the
+    observation normalized by a ``VecNormalize``'s running statistics when one is given (as at training time)."""
+
+    def __init__(self, model, vecnormalize=None, name="sb3"):
+        self.model = model
+        self.vecnormalize = vecnormalize
+        self.name = name
+
+    def reset(self, env):
+        pass
+
+    def normalize(self, obs):
+        obs = np.asarray(obs, dtype=np.float32)
+        if self.vecnormalize is None:
+            return obs
+        return self.vecnormalize.normalize_obs(obs).astype(np.float32)
+
+    def __call__(self, obs):
+        action, _ = self.model.predict(self.normalize(obs), deterministic=True)
+        return np.asarray(action, dtype=np.float32)
+
+
+class TorchScriptPolicy:
+    """An exported TorchScript policy (:func:`cenic_gym.sim2real.export.export_torchscript`): raw observation in,
+    action out (normalization and clipping folded in)."""
+
+    def __init__(self, path, name=None):
+        import torch
+
+        self.torch = torch
+        self.module = torch.jit.load(str(path), map_location="cpu").eval()
+        self.name = name or Path(path).stem
+
+    def reset(self, env):
+        pass
+
+    def __call__(self, obs):
+        with self.torch.no_grad():
+            x = self.torch.as_tensor(np.asarray(obs, dtype=np.float32)[None])
+            return self.module(x)[0].numpy().astype(np.float32)
+
+
+class OnnxPolicy:
+    """An exported ONNX policy run by :class:`cenic_gym.sim2real.runtime.OnnxRuntimePolicy` (onnxruntime only)."""
+
+    def __init__(self, path, name=None):
+        from .runtime import OnnxRuntimePolicy
+
+        self.runtime = OnnxRuntimePolicy(path)
+        self.name = name or Path(path).stem
+
+    def reset(self, env):
+        pass
+
+    def __call__(self, obs):
+        return self.runtime(obs)
+
+
+SCRIPTED = {"scripted": ("CenicFranka-v0", "cenic_gym.envs.franka_box", "ScriptedExpert")}
+
+
+def load_sb3(path):
+    """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, SAC, TD3, A2C, DDPG: the algorithm is read from the
+    file); the ``VecNormalize`` statistics are loaded from ``<stem>.vecnormalize.pkl`` beside it when present."""
+    import pickle
+    import zipfile
+
+    import stable_baselines3 as sb3
+
+    path = Path(path)
+    algo = None
+    with zipfile.ZipFile(path) as z:
+        data = z.read("data").decode()
+    for name in ("PPO", "SAC", "TD3", "A2C", "DDPG", "DQN"):
+        if f"stable_baselines3.{name.lower()}." in data:
+            algo = getattr(sb3, name)
+            break
+    if algo is None:
+        raise ValueError(f"{str(path)!r} is not a Stable-Baselines3 model of a known algorithm (PPO, SAC, TD3, A2C, "
+                         "DDPG, DQN)")
+    model = algo.load(str(path), device="cpu")
+    norm_path = path.with_name(path.stem + ".vecnormalize.pkl")
+    vecnormalize = None
+    if norm_path.exists():
+        with open(norm_path, "rb") as f:
+            vecnormalize = pickle.load(f)
+        vecnormalize.training = False
+    return model, vecnormalize
+
+
+def load_policy(spec, env_id=None):
+    """A :class:`Policy` from a spec: ``"scripted"`` (the scripted expert of ``env_id``), an SB3 ``.zip``, an
+    ``.onnx`` or a TorchScript ``.pt`` file. Raises ValueError naming the spec if it is none of these."""
+    spec = str(spec)
+    if spec in SCRIPTED:
+        task, module, cls = SCRIPTED[spec]
+        if env_id is not None and env_id != task:
+            raise ValueError(f"policy {spec!r} drives {task}, not {env_id}")
+        import importlib
+
+        return ScriptedPolicy(getattr(importlib.import_module(module), cls), name=f"{spec} ({cls})")
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"policy {spec!r}: not 'scripted' and no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".zip":
+        model, norm = load_sb3(path)
+        return SB3Policy(model, norm, name=path.stem)
+    if suffix == ".onnx":
+        return OnnxPolicy(path)
+    if suffix in (".pt", ".ts"):
+        return TorchScriptPolicy(path)
+    raise ValueError(f"policy {spec!r}: unknown file type {suffix!r} (expected .zip (SB3), .onnx or .pt)")

@@ -3,6 +3,8 @@
     cenic-gym demo [--scene clutter] [--accuracy 1e-3] [--duration 2] [--out cenic_demo.png]
                         simulate a reference scene, print integrator statistics, plot step size and real-time rate
     cenic-gym scenes    list the reference scenes
+    cenic-gym sim2real {accuracy,robustness,export,record,replay,report} ...
+                        sim-to-real evaluation of a policy (cenic_gym/sim2real/cli.py)
     cenic-gym --version print the installed version
 
 Every argument is checked before anything is simulated (argparse exits with status 2 naming the bad value); the
@@ -172,12 +174,17 @@ def build_parser():
                    help="plot file; its extension sets the format, its folder is created if missing "
                         "(default: cenic_demo.png)")
     sub.add_parser("scenes", help="list the reference scenes")
+    from .sim2real.cli import add_parser as add_sim2real_parser
+
+    add_sim2real_parser(sub)  # cenic-gym sim2real {accuracy,robustness,export,record,replay,report}
     return p
 
 
 def main(argv=None):
     p = build_parser()
     a = p.parse_args(argv)
+    if a.cmd == "sim2real":
+        return a.func(a)
     if a.cmd == "scenes":
         for name in SCENES:
             print(f"{name:15s} {DESCRIPTIONS[name]}")

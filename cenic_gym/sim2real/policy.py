@@ -113,24 +113,29 @@ SCRIPTED = {"scripted": ("CenicFranka-v0", "cenic_gym.envs.franka_box", "Scripte
 
 
 def load_sb3(path):
-    """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, SAC, TD3, A2C, DDPG: the algorithm is read from the
-    file); the ``VecNormalize`` statistics are loaded from ``<stem>.vecnormalize.pkl`` beside it when present."""
+    """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, A2C, SAC, TD3, DDPG: the algorithm is read from the
+    file's policy class); the ``VecNormalize`` statistics are loaded from ``<stem>.vecnormalize.pkl`` beside it when present."""
+    import json
     import pickle
     import zipfile
 
     import stable_baselines3 as sb3
 
     path = Path(path)
-    algo = None
-    with zipfile.ZipFile(path) as z:
-        data = z.read("data").decode()
-    for name in ("PPO", "SAC", "TD3", "A2C", "DDPG", "DQN"):
-        if f"stable_baselines3.{name.lower()}." in data:
-            algo = getattr(sb3, name)
-            break
-    if algo is None:
-        raise ValueError(f"{str(path)!r} is not a Stable-Baselines3 model of a known algorithm (PPO, SAC, TD3, A2C, "
-                         "DDPG, DQN)")
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = json.loads(z.read("data").decode())
+    except (zipfile.BadZipFile, KeyError, ValueError):
+        raise ValueError(f"{str(path)!r} is not a Stable-Baselines3 model file (a zip with a 'data' entry)") from None
+    module = data.get("policy_class", {}).get("__module__", "")
+    if module.startswith("stable_baselines3.sac"):
+        algo = sb3.SAC
+    elif module.startswith("stable_baselines3.td3"):
+        algo = sb3.TD3  # DDPG shares TD3's policy: loading it as TD3 gives the same actions
+    elif module == "stable_baselines3.common.policies":
+        algo = sb3.PPO if "clip_range" in data else sb3.A2C
+    else:
+        raise ValueError(f"{str(path)!r}: unsupported SB3 policy class from {module!r} (PPO, A2C, SAC, TD3, DDPG)")
     model = algo.load(str(path), device="cpu")
     norm_path = path.with_name(path.stem + ".vecnormalize.pkl")
     vecnormalize = None

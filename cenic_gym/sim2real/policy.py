@@ -78,10 +78,14 @@ class TorchScriptPolicy:
     action out (normalization and clipping folded in)."""
 
     def __init__(self, path, name=None):
+        import warnings
+
         import torch
 
         self.torch = torch
-        self.module = torch.jit.load(str(path), map_location="cpu").eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates TorchScript, still loads it
+            self.module = torch.jit.load(str(path), map_location="cpu").eval()
         self.name = name or Path(path).stem
 
     def reset(self, env):

@@ -234,7 +234,8 @@ def test_bad_npz_logs_name_the_problem(tmp_path):
     good = dict(t=np.arange(T) * 0.05, q=np.zeros((T, 8)), v=np.zeros((T, 8)), cmd=np.zeros((T, 8)))
     cases = [(dict(good, q=np.zeros((T, 9))), r"wrong joint count: 'q' has 9 columns, the env controls 8 joints"),
              ({k: v for k, v in good.items() if k != "v"}, r"missing keys \['v'\]"),
-             (dict(good, cmd=np.where(np.eye(T, 8) > 0, np.inf, 0.0)), r"NaN or inf in column 'cmd/panda_joint1' at row 0"),
+             (dict(good, cmd=np.where(np.eye(T, 8) > 0, np.inf, 0.0)),
+              r"NaN or inf in column 'cmd/panda_joint1' at row 0"),
              (dict(good, t=np.array([0, 0.1, 0.05, 0.2])), r"time is not strictly increasing: row 2"),
              (dict(good, joints=np.array(JOINTS[::-1])), r"do not match the env's controlled joints"),
              (dict(good, **{"pose/box": np.zeros((T, 6))}), r"pose/box has shape \(4, 6\), expected \(4, 7\)")]
@@ -253,7 +254,8 @@ def test_replay_cli_rejects_a_bad_log(tmp_path):
     header, rows = _good_columns(), _rows()
     rows[1][5] = "nan"
     bad = _write_csv(tmp_path / "bad.csv", header, rows)
-    with pytest.raises(SystemExit, match=r"cenic-gym sim2real replay: .*NaN or inf in column 'q/panda_joint5' at row 1"):
+    with pytest.raises(SystemExit,
+                       match=r"cenic-gym sim2real replay: .*NaN or inf in column 'q/panda_joint5' at row 1"):
         cli.main(["sim2real", "replay", str(bad)])
 
 
@@ -331,7 +333,8 @@ def test_report_cli_with_an_exported_policy(tiny_ppo, tmp_path, capsys):
                      "--families", "gain", "action_delay", "--out", str(out), "--log", str(EXAMPLE)]) == 0
     md = (out / "report.md").read_text()
     assert md.startswith("# Sim-to-real report: tiny on CenicFranka-v0")
-    for part in ("## Accuracy sweep", "| ε = 0.01 |", "| gain | 0, 0.25, 0.5, 1 |", "## Log replay", "| ε = 1e-05 | 101 |"):
+    for part in ("## Accuracy sweep", "| ε = 0.01 |", "| gain | 0, 0.25, 0.5, 1 |", "## Log replay",
+                 "| ε = 1e-05 | 101 |"):
         assert part in md, part
     for png in ("accuracy.png", "robustness.png", "replay.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

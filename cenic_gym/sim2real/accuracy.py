@@ -101,7 +101,8 @@ def flag_loose_success(success_rates, reference, margin):
 
 def sweep_table(sweep):
     """Markdown table of an :class:`AccuracySweep`."""
-    lines = [f"Reference: {sweep.reference} (divergence = ‖pin.difference(q_ref, q_final)‖∞ per seed, [m, rad]).", "",
+    lines = [f"Reference: {sweep.reference} (divergence = ‖pin.difference(q_ref, q_final)‖∞ per seed, "
+             "[m, rad]).", "",
              "| setting | success | mean return | divergence median / max | substeps / env step | sim failures |",
              "|---|---|---|---|---|---|"]
     for r in sweep.rows:

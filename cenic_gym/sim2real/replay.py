@@ -188,7 +188,8 @@ def load_log(path, joints):
     dt = np.diff(t)
     if np.any(dt <= 0):
         r = int(np.argmax(dt <= 0)) + 1
-        raise LogError(f"{path}: time is not strictly increasing: row {r} has t = {float(t[r])!r} after t = {float(t[r - 1])!r}")
+        raise LogError(f"{path}: time is not strictly increasing: row {r} has t = {float(t[r])!r} after "
+                       f"t = {float(t[r - 1])!r}")
     for b, p in poses.items():
         norm = np.linalg.norm(p[:, 3:], axis=1)
         if np.any(np.abs(norm - 1) > 1e-3):

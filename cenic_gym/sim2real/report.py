@@ -98,8 +98,8 @@ def plot_replay(result, out, title=""):
 
 def replay_table(results):
     """Markdown: one row per replay setting."""
-    lines = ["| replay setting | rows | max abs q error [rad, m] | RMS q error | max abs v error | max object error [m] "
-             "| sim failure |", "|---|---|---|---|---|---|---|"]
+    lines = ["| replay setting | rows | max abs q error [rad, m] | RMS q error | max abs v error "
+             "| max object error [m] | sim failure |", "|---|---|---|---|---|---|---|"]
     for r in results:
         s = r.summary()
         mode = f"fixed δt = {r.fixed_step:g} s" if r.fixed_step else f"ε = {r.accuracy:g}"

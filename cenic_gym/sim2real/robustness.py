@@ -17,7 +17,8 @@ push            impulse p [N s]              one horizontal impulse of magnitude
 ==============  ===========================  ===============================================================
 
 Per episode the perturbation is drawn from ``numpy.random.default_rng([seed, family, level])`` (family: its index in
-:data:`FAMILIES`, level: its index in the sweep's levels): the episode's reset seed plus the family and level reproduce it exactly, and it is logged with the seed.
+:data:`FAMILIES`, level: its index in the sweep's levels): the episode's reset seed plus the family and level
+reproduce it exactly, and it is logged with the seed.
 Physical perturbations are applied to the simulator after ``env.reset`` (the reset sets the nominal or the
 domain-randomized parameters; the perturbation multiplies them).
 """

@@ -117,8 +117,8 @@ def main(argv=None):
     box_gap = np.linalg.norm(mj.poses["box"][:, :3] - own.poses["box"][:, :3], axis=1)
     k5 = int(np.argmin(np.abs(own.t - 5.0)))  # mid-carry
     held = (f"Finger opening (per finger) mid-carry (t = {own.t[k5]:.1f} s): cenic-gym {own.q[k5, 7] * 1e3:.1f} mm, "
-            f"MuJoCo {mj.q[k5, 7] * 1e3:.1f} mm (the box is {env.unwrapped.box_dims[1] * 1e3:.0f} mm wide: the pads "
-            f"sink {(own.q[k5, 7] - mj.q[k5, 7]) * 1e3:.1f} mm deeper into it in MuJoCo's soft contact). Final box "
+            f"MuJoCo {mj.q[k5, 7] * 1e3:.1f} mm (the box is {env.unwrapped.box_dims[1] * 1e3:.0f} mm wide: in MuJoCo "
+            f"the pads close {(own.q[k5, 7] - mj.q[k5, 7]) * 1e3:.1f} mm further, into the box). Final box "
             f"centre height: cenic-gym {own.poses['box'][-1, 2] * 1e3:.0f} mm, "
             f"MuJoCo {mj.poses['box'][-1, 2] * 1e3:.0f} mm (upright: {env.unwrapped.box_dims[2] * 500:.0f} mm).")
     table = replay_table([r for _, r in results]).splitlines()

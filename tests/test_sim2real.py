@@ -346,3 +346,21 @@ def test_sb3_policy_runs_in_an_episode(tiny_ppo):
     policy = load_policy(tiny_ppo, ENV)
     r = run_episode(make_env(ENV), policy, seed=0, max_steps=3)
     assert r.steps == 3 and np.all(np.isfinite(r.q))
+
+
+# -- sim-to-sim (MuJoCo; slow, needs the peers extra) -----------------------------------------------------------
+@pytest.mark.slow
+def test_mujoco_twin_converges_to_cenic_in_free_motion(scripted):
+    """The MuJoCo twin of benchmarks/sim2real_mujoco.py (scene generated from our model, same control laws) on the
+    expert's first 1.2 s (the arm moves above the box, no contact): both integrate the same rigid-body dynamics,
+    so the gap between MuJoCo's log (0.5 ms steps) and its replay in cenic-gym shrinks as ε tightens."""
+    pytest.importorskip("mujoco")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import sim2real_mujoco as smj
+
+    env = make_env(ENV, accuracy=1e-5)
+    own = replay.record_log(env, scripted, seed=0, max_steps=24)
+    mj, unstable = smj.mujoco_log(env, own, dt=5e-4)
+    assert not unstable
+    gaps = [replay.replay(ENV, mj, accuracy=a).summary()["max_q_err"] for a in (1e-4, 1e-6)]
+    assert gaps[1] < 0.3 * gaps[0] and gaps[1] < 1e-3, gaps

@@ -34,7 +34,7 @@ def test_load_policy_kinds_and_bad_specs(scripted, tmp_path):
     assert isinstance(scripted, Policy)
     with pytest.raises(ValueError, match="drives CenicFranka-v0, not CenicAllegro-v0"):
         load_policy("scripted", "CenicAllegro-v0")
-    with pytest.raises(ValueError, match="'nope.zip': not 'scripted' and no such file"):
+    with pytest.raises(ValueError, match="'nope.zip': not 'scripted', not an RLlib checkpoint folder and no such file"):
         load_policy("nope.zip")
     (tmp_path / "p.txt").write_text("x")
     with pytest.raises(ValueError, match="unknown file type '.txt'"):
@@ -263,7 +263,7 @@ def test_replay_cli_rejects_a_bad_log(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_ppo(tmp_path_factory):
     """PPO on CenicFranka-v0 for 128 steps (32-step episodes) with VecNormalize: a tiny trained policy."""
-    torch = pytest.importorskip("torch")
+    import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -364,3 +364,41 @@ def test_mujoco_twin_converges_to_cenic_in_free_motion(scripted):
     assert not unstable
     gaps = [replay.replay(ENV, mj, accuracy=a).summary()["max_q_err"] for a in (1e-4, 1e-6)]
     assert gaps[1] < 0.3 * gaps[0] and gaps[1] < 1e-3, gaps
+
+
+@pytest.fixture(scope="module")
+def tiny_rllib(tmp_path_factory):
+    """An RLlib PPO RLModule (new API stack, 32×32, untrained weights) for CenicFranka-v0's spaces, saved as a
+    checkpoint folder with observation statistics beside it."""
+    import torch
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    torch.manual_seed(0)
+    env = make_env(ENV)
+    module = RLModuleSpec(module_class=DefaultPPOTorchRLModule, observation_space=env.observation_space,
+                          action_space=env.action_space, model_config={"fcnet_hiddens": [32, 32]}).build()
+    folder = tmp_path_factory.mktemp("rllib") / "franka_rllib"
+    module.save_to_path(str(folder))
+    rng = np.random.default_rng(0)
+    n = env.observation_space.shape[0]
+    np.savez(folder / "obs_normalization.npz", mean=rng.normal(size=n).astype(np.float32),
+             std=rng.uniform(0.5, 2.0, n).astype(np.float32))
+    return folder
+
+
+def test_rllib_export_reproduces_actions(tiny_rllib, tmp_path, capsys):
+    from cenic_gym.sim2real import export
+    from cenic_gym.sim2real.policy import RLlibPolicy, load_rllib
+
+    policy = load_policy(tiny_rllib, ENV)
+    assert isinstance(policy, RLlibPolicy) and policy.obs_mean is not None
+    assert cli.main(["sim2real", "export", str(tiny_rllib), "--out", str(tmp_path)]) == 0
+    assert "franka_rllib.onnx: reproduces the original actions to" in capsys.readouterr().out
+    obs = export.collect_observations(make_env(ENV), policy, [1], 15)
+    assert np.ptp(np.array([policy(o) for o in obs])) > 1e-3
+    for kind in ("onnx", "pt"):
+        assert export.check_export(policy, load_policy(tmp_path / f"franka_rllib.{kind}"), obs, tol=1e-5) <= 1e-5
+    module, _, _ = load_rllib(tiny_rllib)  # without its observation statistics it is another policy
+    with pytest.raises(ValueError, match="exported policy differs from the original"):
+        export.check_export(policy, RLlibPolicy(module), obs, tol=1e-5)

@@ -40,7 +40,8 @@ def _count(text):
 def _common(p, policy=True):
     p.add_argument("--env", default=DEFAULT_ENV, help=f"env id (default: {DEFAULT_ENV})")
     if policy:
-        p.add_argument("--policy", required=True, help="'scripted', an SB3 .zip, an exported .onnx or .pt")
+        p.add_argument("--policy", required=True,
+                       help="'scripted', an SB3 .zip, an RLlib checkpoint folder, an .onnx or a .pt")
         p.add_argument("--episodes", type=_count, default=5, help="seeded episodes per setting (default 5)")
         p.add_argument("--max-steps", type=_count, default=None, help="cut episodes at this many steps")
 
@@ -67,8 +68,9 @@ def add_parser(subparsers):
     r.add_argument("--plot", default=None, help="write the curves (PNG) here")
     r.set_defaults(func=_robustness)
 
-    e = sub.add_parser("export", help="SB3 policy -> ONNX + TorchScript, normalization folded in, checked")
-    e.add_argument("model", help="SB3 .zip (its <stem>.vecnormalize.pkl is folded in when present)")
+    e = sub.add_parser("export", help="SB3 / RLlib policy -> ONNX + TorchScript, normalization folded in, checked")
+    e.add_argument("model", help="SB3 .zip (its <stem>.vecnormalize.pkl is folded in when present) or an RLlib "
+                                 "checkpoint folder (its obs_normalization.npz folded in when present)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--env", default=DEFAULT_ENV, help="env whose observations the check uses")
     e.add_argument("--tol", type=_positive, default=1e-5, help="largest allowed action difference (default 1e-5)")
@@ -156,9 +158,9 @@ def _robustness(a):
 
 
 def _export(a):
-    from .export import export_sb3
+    from .export import export_policy
 
-    for path, err in export_sb3(a.model, a.out, a.env, tol=a.tol).items():
+    for path, err in export_policy(a.model, a.out, a.env, tol=a.tol).items():
         print(f"{path}: reproduces the original actions to {err:.2e} (tol {a.tol:g})")
     return 0
 

@@ -1,14 +1,15 @@
-"""Policy export: a trained Stable-Baselines3 policy as one torch module, observation normalization (VecNormalize
-statistics) and action clipping folded in, written as ONNX (for :mod:`cenic_gym.sim2real.runtime`) and TorchScript;
-and the check that the exported file reproduces the original policy's deterministic actions.
+"""Policy export: a trained Stable-Baselines3 policy or RLlib RLModule as one torch module, observation
+normalization (VecNormalize or saved statistics) and action clipping folded in, written as ONNX (for
+:mod:`cenic_gym.sim2real.runtime`) and TorchScript; and the check that the exported file reproduces the original policy's deterministic actions.
 
     module = folded_module(model, vecnormalize)      # raw obs (B, n) float32 -> action (B, m)
     export_onnx(module, n_obs, "policy.onnx"); export_torchscript(module, n_obs, "policy.pt")
     check_export(original_policy, exported_policy, observations, tol=1e-5)
 
-Supported: on-policy actor-critic policies (PPO, A2C: the Gaussian mean, clipped to the action bounds, as
-``predict(deterministic=True)``) and SAC / TD3 actors (squashed to [-1, 1], rescaled to the bounds). torch is
-imported here only.
+Supported (SB3): on-policy actor-critic policies (PPO, A2C: the Gaussian mean, clipped to the action bounds, as
+``predict(deterministic=True)``) and SAC / TD3 actors (squashed to [-1, 1], rescaled to the bounds); RLlib:
+new-API-stack RLModules with a diagonal Gaussian (PPO's default), :func:`folded_rllib_module`. torch is imported
+here only.
 """
 from __future__ import annotations
 
@@ -65,6 +66,38 @@ def folded_module(model, vecnormalize=None):
             return torch.maximum(torch.minimum(a, self.high), self.low)
 
     return Folded().eval()
+
+
+def folded_rllib_module(module, obs_mean=None, obs_std=None):
+    """A ``torch.nn.Module`` mapping raw observations (B, n_obs) to an RLlib ``RLModule``'s deterministic actions
+    as :class:`~cenic_gym.sim2real.policy.RLlibPolicy` computes them (Gaussian mean, clipped to [−1, 1], scaled to
+    the bounds), with the observation statistics folded in."""
+    import torch
+    from gymnasium import spaces
+
+    space = module.action_space
+    if not isinstance(space, spaces.Box):
+        raise ValueError(f"only Box action spaces can be exported, got {space!r}")
+    n_obs = int(np.prod(module.observation_space.shape))
+    n_act = int(np.prod(space.shape))
+    mean = np.zeros(n_obs, np.float32) if obs_mean is None else np.asarray(obs_mean, np.float32)
+    std = np.ones(n_obs, np.float32) if obs_std is None else np.asarray(obs_std, np.float32)
+
+    class FoldedRLlib(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.module = module
+            self.register_buffer("mean", torch.as_tensor(mean))
+            self.register_buffer("std", torch.as_tensor(std))
+            self.register_buffer("low", torch.as_tensor(space.low, dtype=torch.float32))
+            self.register_buffer("high", torch.as_tensor(space.high, dtype=torch.float32))
+
+        def forward(self, obs):
+            out = self.module.forward_inference({"obs": (obs - self.mean) / self.std})
+            a = torch.clamp(out["action_dist_inputs"][:, :n_act], -1.0, 1.0)  # DiagGaussian: [mean, log_std]
+            return self.low + 0.5 * (a + 1.0) * (self.high - self.low)
+
+    return FoldedRLlib().eval()
 
 
 def _example(n_obs):
@@ -128,17 +161,25 @@ def collect_observations(env, policy, seeds, steps):
     return np.array(out)
 
 
-def export_sb3(model_path, out_dir, env_id, seeds=(0,), steps=50, tol=1e-5):
-    """Export an SB3 ``.zip`` (and its ``<stem>.vecnormalize.pkl``) to ``out_dir/<stem>.onnx`` and ``.pt``, and
-    check both against the original on observations the policy meets in ``env_id``. Returns {path: max error}."""
-    from .policy import OnnxPolicy, SB3Policy, TorchScriptPolicy, load_sb3
+def export_policy(model_path, out_dir, env_id, seeds=(0,), steps=50, tol=1e-5):
+    """Export an SB3 ``.zip`` (and its ``<stem>.vecnormalize.pkl``) or an RLlib checkpoint folder (and its
+    ``obs_normalization.npz``) to ``out_dir/<stem>.onnx`` and ``.pt``, and check both against the original on
+    observations the policy meets in ``env_id``. Returns {path: max error}."""
+    from .policy import OnnxPolicy, RLlibPolicy, SB3Policy, TorchScriptPolicy, load_rllib, load_sb3, rllib_module_dir
     from .rollout import make_env
 
-    model, norm = load_sb3(model_path)
-    original = SB3Policy(model, norm)
-    module = folded_module(model, norm)
-    n_obs = int(np.prod(model.policy.observation_space.shape))
-    stem = Path(model_path).stem
+    if Path(model_path).is_dir() and rllib_module_dir(model_path) is not None:
+        rl_module, mean, std = load_rllib(model_path)
+        original = RLlibPolicy(rl_module, mean, std)
+        module = folded_rllib_module(rl_module, mean, std)
+        n_obs = int(np.prod(rl_module.observation_space.shape))
+        stem = Path(model_path).name
+    else:
+        model, norm = load_sb3(model_path)
+        original = SB3Policy(model, norm)
+        module = folded_module(model, norm)
+        n_obs = int(np.prod(model.policy.observation_space.shape))
+        stem = Path(model_path).stem
     onnx_path = export_onnx(module, n_obs, Path(out_dir) / f"{stem}.onnx")
     ts_path = export_torchscript(module, n_obs, Path(out_dir) / f"{stem}.pt")
     env = make_env(env_id)

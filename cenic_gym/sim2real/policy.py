@@ -4,6 +4,7 @@
     policy = load_policy("ppo.zip", env)           # a Stable-Baselines3 model (+ ppo.vecnormalize.pkl if present)
     policy = load_policy("policy.onnx", env)       # an exported policy, run by onnxruntime
     policy = load_policy("policy.pt", env)         # an exported TorchScript policy
+    policy = load_policy("rllib_checkpoint/", env) # an RLlib RLModule (+ obs_normalization.npz if present)
     policy.reset(env); action = policy(obs)
 
 Every policy has ``name`` (for tables and plots), ``reset(env)`` (called after each ``env.reset``: a scripted policy
@@ -71,6 +72,66 @@ class SB3Policy:
     def __call__(self, obs):
         action, _ = self.model.predict(self.normalize(obs), deterministic=True)
         return np.asarray(action, dtype=np.float32)
+
+
+class RLlibPolicy:
+    """An RLlib (new API stack) ``RLModule``'s deterministic action: ``forward_inference`` on the (optionally
+    normalized: (obs − mean) / std) observation, the action distribution's deterministic sample, then RLlib's
+    default action normalization for Box spaces (``normalize_actions=True``: clip to [−1, 1], scale to the bounds)."""
+
+    def __init__(self, module, obs_mean=None, obs_std=None, name="rllib"):
+        import torch
+
+        self.torch = torch
+        self.module = module
+        self.obs_mean = None if obs_mean is None else np.asarray(obs_mean, np.float32)
+        self.obs_std = None if obs_std is None else np.asarray(obs_std, np.float32)
+        self.name = name
+
+    def reset(self, env):
+        pass
+
+    def __call__(self, obs):
+        x = np.asarray(obs, dtype=np.float32)
+        if self.obs_mean is not None:
+            x = (x - self.obs_mean) / self.obs_std
+        with self.torch.no_grad():
+            out = self.module.forward_inference({"obs": self.torch.as_tensor(x[None])})
+            dist = self.module.get_inference_action_dist_cls().from_logits(out["action_dist_inputs"])
+            a = dist.to_deterministic().sample()[0].numpy().astype(np.float64)
+        space = self.module.action_space
+        a = space.low + 0.5 * (np.clip(a, -1.0, 1.0) + 1.0) * (space.high - space.low)
+        return a.astype(np.float32)
+
+
+RLLIB_MODULE_PATHS = ("", "learner_group/learner/rl_module/default_policy")  # an RLModule dir, an Algorithm's
+
+
+def rllib_module_dir(path):
+    """The RLModule checkpoint folder in ``path`` (an ``RLModule.save_to_path`` folder or an ``Algorithm.save``
+    checkpoint), or None."""
+    for sub in RLLIB_MODULE_PATHS:
+        d = Path(path) / sub
+        if (d / "class_and_ctor_args.pkl").is_file():
+            return d
+    return None
+
+
+def load_rllib(path):
+    """(RLModule, obs_mean or None, obs_std or None) of an RLlib checkpoint folder; observation statistics come from
+    ``obs_normalization.npz`` (arrays ``mean``, ``std``) in ``path`` when present (RLlib keeps a MeanStdFilter's
+    state in its connector, whose format varies between versions: save the two arrays beside the checkpoint)."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    d = rllib_module_dir(path)
+    if d is None:
+        raise ValueError(f"{str(path)!r} is not an RLlib RLModule or Algorithm checkpoint folder")
+    module = RLModule.from_checkpoint(str(d))
+    stats = Path(path) / "obs_normalization.npz"
+    if stats.is_file():
+        with np.load(stats) as z:
+            return module, z["mean"], z["std"]
+    return module, None, None
 
 
 class TorchScriptPolicy:
@@ -152,8 +213,9 @@ def load_sb3(path):
 
 
 def load_policy(spec, env_id=None):
-    """A :class:`Policy` from a spec: ``"scripted"`` (the scripted expert of ``env_id``), an SB3 ``.zip``, an
-    ``.onnx`` or a TorchScript ``.pt`` file. Raises ValueError naming the spec if it is none of these."""
+    """A :class:`Policy` from a spec: ``"scripted"`` (the scripted expert of ``env_id``), an SB3 ``.zip``, an RLlib
+    checkpoint folder, an ``.onnx`` or a TorchScript ``.pt`` file. Raises ValueError naming the spec if it is none
+    of these."""
     spec = str(spec)
     if spec in SCRIPTED:
         task, module, cls = SCRIPTED[spec]
@@ -163,8 +225,11 @@ def load_policy(spec, env_id=None):
 
         return ScriptedPolicy(getattr(importlib.import_module(module), cls), name=f"{spec} ({cls})")
     path = Path(spec)
+    if path.is_dir() and rllib_module_dir(path) is not None:
+        module, mean, std = load_rllib(path)
+        return RLlibPolicy(module, mean, std, name=path.name)
     if not path.is_file():
-        raise ValueError(f"policy {spec!r}: not 'scripted' and no such file")
+        raise ValueError(f"policy {spec!r}: not 'scripted', not an RLlib checkpoint folder and no such file")
     suffix = path.suffix.lower()
     if suffix == ".zip":
         model, norm = load_sb3(path)

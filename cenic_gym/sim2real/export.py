@@ -1,6 +1,7 @@
 """Policy export: a trained Stable-Baselines3 policy or RLlib RLModule as one torch module, observation
 normalization (VecNormalize or saved statistics) and action clipping folded in, written as ONNX (for
-:mod:`cenic_gym.sim2real.runtime`) and TorchScript; and the check that the exported file reproduces the original policy's deterministic actions.
+:mod:`cenic_gym.sim2real.runtime`) and TorchScript; and the check that the exported file reproduces the
+original policy's deterministic actions.
 
     module = folded_module(model, vecnormalize)      # raw obs (B, n) float32 -> action (B, m)
     export_onnx(module, n_obs, "policy.onnx"); export_torchscript(module, n_obs, "policy.pt")

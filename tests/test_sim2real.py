@@ -402,3 +402,18 @@ def test_rllib_export_reproduces_actions(tiny_rllib, tmp_path, capsys):
     module, _, _ = load_rllib(tiny_rllib)  # without its observation statistics it is another policy
     with pytest.raises(ValueError, match="exported policy differs from the original"):
         export.check_export(policy, RLlibPolicy(module), obs, tol=1e-5)
+
+
+def test_cli_env_kwargs(tmp_path, capsys):
+    """--env-kwargs reaches the env: a 2-step action delay makes the expert's first steps differ, and a bad value
+    is named."""
+    log = tmp_path / "log.csv"
+    assert cli.main(["sim2real", "record", "--policy", "scripted", "--max-steps", "5", "--accuracy", "1e-3",
+                     "--env-kwargs", '{"action_delay": 2}', "--out", str(log)]) == 0
+    delayed = replay.load_log(log, JOINTS)
+    plain = replay.record_log(make_env(ENV, accuracy=1e-3), load_policy("scripted", ENV), seed=0, max_steps=5)
+    assert not np.allclose(delayed.cmd, plain.cmd)
+    np.testing.assert_array_equal(delayed.cmd[0, :7], delayed.q[0, :7])  # nothing applied yet: targets = start
+    with pytest.raises(SystemExit):
+        cli.main(["sim2real", "accuracy", "--policy", "scripted", "--env-kwargs", "[1]"])
+    assert "expected a JSON object of env options, got '[1]'" in capsys.readouterr().err

@@ -37,8 +37,21 @@ def _count(text):
     return n
 
 
+def _env_kwargs(text):
+    """argparse type: a JSON object of env options, e.g. '{"task": "reach"}'."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object of env options, got {text!r}: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object of env options, got {text!r}")
+    return value
+
+
 def _common(p, policy=True):
     p.add_argument("--env", default=DEFAULT_ENV, help=f"env id (default: {DEFAULT_ENV})")
+    p.add_argument("--env-kwargs", type=_env_kwargs, default={}, help="env options as JSON, e.g. "
+                   "'{\"domain_randomization\": true}' (the sweeps set accuracy / fixed_step themselves)")
     if policy:
         p.add_argument("--policy", required=True,
                        help="'scripted', an SB3 .zip, an RLlib checkpoint folder, an .onnx or a .pt")
@@ -127,7 +140,7 @@ def _accuracy(a):
 
     kw = {k: v for k, v in (("accuracies", a.accuracies), ("fixed_steps", a.fixed_steps)) if v is not None}
     sweep = accuracy_sweep(a.env, load_policy(a.policy, a.env), range(a.episodes), max_steps=a.max_steps,
-                           progress=_progress, **kw)
+                           env_kwargs=a.env_kwargs, progress=_progress, **kw)
     print(sweep_table(sweep))
     if a.plot:
         from .report import plot_accuracy
@@ -142,7 +155,7 @@ def _robustness(a):
 
     policy = load_policy(a.policy, a.env)
     res = robustness_sweep(a.env, policy, range(a.episodes), families=_families(a.families), max_steps=a.max_steps,
-                           progress=_progress)
+                           env_kwargs=a.env_kwargs, progress=_progress)
     print(robustness_table(res))
     if a.log:
         with open(a.log, "w") as f:
@@ -170,7 +183,8 @@ def _record(a):
     from .replay import record_log
     from .rollout import make_env
 
-    log = record_log(make_env(a.env, accuracy=a.accuracy), load_policy(a.policy, a.env), a.seed, a.max_steps)
+    log = record_log(make_env(a.env, **{**a.env_kwargs, "accuracy": a.accuracy}), load_policy(a.policy, a.env),
+                     a.seed, a.max_steps)
     log.save(a.out)
     print(f"{a.out}: {len(log.t)} rows, joints {list(log.joints)}, objects {list(log.poses)}")
     return 0
@@ -181,7 +195,7 @@ def _replay(a):
     from .report import plot_replay, replay_table
 
     try:
-        res = replay(a.env, a.log, accuracy=a.accuracy, fixed_step=a.fixed_step)
+        res = replay(a.env, a.log, accuracy=a.accuracy, fixed_step=a.fixed_step, env_kwargs=a.env_kwargs)
     except LogError as e:
         raise SystemExit(f"cenic-gym sim2real replay: {e}") from None
     print(replay_table([res]))
@@ -196,7 +210,7 @@ def _report(a):
 
     kw = {k: v for k, v in (("accuracies", a.accuracies), ("fixed_steps", a.fixed_steps)) if v is not None}
     path = write_report(a.env, load_policy(a.policy, a.env), a.out, list(range(a.episodes)),
-                        families=_families(a.families), max_steps=a.max_steps, log=a.log,
+                        families=_families(a.families), max_steps=a.max_steps, log=a.log, env_kwargs=a.env_kwargs,
                         progress=lambda *p: _progress(*p), **kw)
     print(f"report written to {path}")
     return 0

@@ -110,19 +110,19 @@ def replay_table(results):
 
 
 def write_report(env_id, policy, out_dir, seeds, accuracies=None, fixed_steps=None, families=None, max_steps=None,
-                 log=None, replay_accuracies=(1e-3, 1e-5), progress=None):
+                 log=None, replay_accuracies=(1e-3, 1e-5), env_kwargs=None, progress=None):
     """Run the accuracy sweep, the robustness sweeps and (with ``log``) the log replay for ``policy`` on ``env_id``;
     write ``report.md``, ``accuracy.png``, ``robustness.png``, ``replay.png`` and ``episodes.jsonl`` into
-    ``out_dir`` (created). Returns the path of report.md."""
+    ``out_dir`` (created); ``env_kwargs``: env options for every run. Returns the path of report.md."""
     from .replay import replay
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     kw = {k: v for k, v in (("accuracies", accuracies), ("fixed_steps", fixed_steps)) if v is not None}
-    sweep = accuracy_sweep(env_id, policy, seeds, max_steps=max_steps,
+    sweep = accuracy_sweep(env_id, policy, seeds, max_steps=max_steps, env_kwargs=env_kwargs,
                            progress=None if progress is None else lambda lb, s: progress("accuracy", lb, s), **kw)
     plot_accuracy(sweep, out / "accuracy.png")
-    robust = robustness_sweep(env_id, policy, seeds, families=families, max_steps=max_steps,
+    robust = robustness_sweep(env_id, policy, seeds, families=families, max_steps=max_steps, env_kwargs=env_kwargs,
                               progress=None if progress is None else
                               lambda f, lv, s: progress("robustness", f"{f} = {lv:g}", s))
     plot_robustness(robust, policy.name, env_id, out / "robustness.png")
@@ -135,6 +135,7 @@ def write_report(env_id, policy, out_dir, seeds, accuracies=None, fixed_steps=No
                 for e in eps:
                     f.write(json.dumps(dict(sweep="robustness", family=fam.family, level=level, **e.row())) + "\n")
     lines = [f"# Sim-to-real report: {policy.name} on {env_id}", "",
+             *([f"Env options: `{json.dumps(env_kwargs)}`.", ""] if env_kwargs else []),
              f"Episodes per setting: {len(list(seeds))} (seeds {', '.join(str(s) for s in seeds)})"
              + (f", cut at {max_steps} steps" if max_steps else "") + ". Every episode (seed, setting, perturbation "
              "drawn, outcome) is in `episodes.jsonl`.", "",
@@ -146,7 +147,7 @@ def write_report(env_id, policy, out_dir, seeds, accuracies=None, fixed_steps=No
              "(see `cenic_gym.sim2real.robustness`).", "",
              robustness_table(robust), "", "![robustness](robustness.png)", ""]
     if log is not None:
-        results = [replay(env_id, log, accuracy=a) for a in replay_accuracies]
+        results = [replay(env_id, log, accuracy=a, env_kwargs=env_kwargs) for a in replay_accuracies]
         plot_replay(results[-1], out / "replay.png", title=f"replay of {Path(str(log)).name}")
         lines += ["## Log replay", "", f"Log: `{log}`; its commands replayed through {env_id}'s controllers.", "",
                   replay_table(results), "", "![replay](replay.png)", ""]

@@ -417,3 +417,27 @@ def test_cli_env_kwargs(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["sim2real", "accuracy", "--policy", "scripted", "--env-kwargs", "[1]"])
     assert "expected a JSON object of env options, got '[1]'" in capsys.readouterr().err
+
+
+def test_goal_conditioned_sb3_policy_is_evaluated_but_not_exported(tmp_path):
+    """A SAC on the goal-conditioned (dict observation) form runs in the sweeps; export names what it lacks."""
+    import torch
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from cenic_gym.sim2real import export
+
+    torch.set_num_threads(1)
+    kw = dict(goal_conditioned=True, task="reach", reward_type="dense")
+    venv = VecNormalize(DummyVecEnv([lambda: make_env(ENV, max_episode_steps=16, **kw)]), norm_reward=False)
+    model = SAC("MultiInputPolicy", venv, learning_starts=16, batch_size=16, policy_kwargs=dict(net_arch=[16]),
+                seed=0, device="cpu")
+    model.learn(24)
+    model.save(tmp_path / "sac.zip")
+    venv.save(tmp_path / "sac.vecnormalize.pkl")
+    policy = load_policy(tmp_path / "sac.zip", ENV)
+    sweep = accuracy.accuracy_sweep(ENV, policy, [0], accuracies=(1e-3,), fixed_steps=(), env_kwargs=kw,
+                                    max_steps=3)
+    assert sweep.rows[0].summary["mean_steps"] == 3
+    with pytest.raises(ValueError, match="only Box observation spaces can be exported"):
+        export.export_policy(tmp_path / "sac.zip", tmp_path, ENV)

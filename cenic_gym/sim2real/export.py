@@ -31,6 +31,9 @@ def folded_module(model, vecnormalize=None):
     space = policy.action_space
     if not isinstance(space, spaces.Box):
         raise ValueError(f"only Box action spaces can be exported, got {space!r}")
+    if not isinstance(policy.observation_space, spaces.Box):
+        raise ValueError("only Box observation spaces can be exported (one `obs` input), got "
+                         f"{type(policy.observation_space).__name__}: flatten a goal-conditioned env's dict first")
     n_obs = int(np.prod(policy.observation_space.shape))
     if vecnormalize is not None and getattr(vecnormalize, "norm_obs", True):
         rms = vecnormalize.obs_rms

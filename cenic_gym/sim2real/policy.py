@@ -64,10 +64,15 @@ class SB3Policy:
         pass
 
     def normalize(self, obs):
-        obs = np.asarray(obs, dtype=np.float32)
+        """float32 observation (a dict of them for goal-conditioned envs), normalized as at training time."""
+        if isinstance(obs, dict):
+            obs = {k: np.asarray(v, dtype=np.float32) for k, v in obs.items()}
+        else:
+            obs = np.asarray(obs, dtype=np.float32)
         if self.vecnormalize is None:
             return obs
-        return self.vecnormalize.normalize_obs(obs).astype(np.float32)
+        out = self.vecnormalize.normalize_obs(obs)
+        return {k: v.astype(np.float32) for k, v in out.items()} if isinstance(out, dict) else out.astype(np.float32)
 
     def __call__(self, obs):
         action, _ = self.model.predict(self.normalize(obs), deterministic=True)

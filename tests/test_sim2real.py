@@ -153,6 +153,15 @@ def test_robustness_sweep_end_to_end_logs_seed_and_draw(scripted):
     assert "| action_delay | 0, 2 |" in robustness.robustness_table(res)
 
 
+def test_tolerated_levels():
+    def fam(name, levels, rates):
+        return robustness.FamilyResult(name, levels, [dict(success_rate=r) for r in rates], [])
+
+    res = {"a": fam("a", (0, 1, 2, 3), (1.0, 0.95, 0.5, 0.95)), "b": fam("b", (0.0, 0.5), (0.4, 0.0)),
+           "c": fam("c", (0.0, 0.1), (0.8, 0.8))}
+    assert robustness.tolerated_levels(res) == {"a": 1, "b": 0.0, "c": 0.1}
+
+
 # -- log replay -------------------------------------------------------------------------------------------------
 def test_log_made_by_our_simulator_replays_within_the_requested_accuracy(scripted, tmp_path):
     """A log recorded at ε = 1e-5 replays (same controller, same commands) to within 1e-5 at ε = 1e-5 — in fact
@@ -333,7 +342,8 @@ def test_report_cli_with_an_exported_policy(tiny_ppo, tmp_path, capsys):
                      "--families", "gain", "action_delay", "--out", str(out), "--log", str(EXAMPLE)]) == 0
     md = (out / "report.md").read_text()
     assert md.startswith("# Sim-to-real report: tiny on CenicFranka-v0")
-    for part in ("## Accuracy sweep", "| ε = 0.01 |", "| gain | 0, 0.25, 0.5, 1 |", "## Log replay",
+    for part in ("## Summary", "- Accuracy: not flagged", "- Robustness (largest level", "## Accuracy sweep",
+                 "| ε = 0.01 |", "| gain | 0, 0.25, 0.5, 1 |", "## Log replay",
                  "| ε = 1e-05 | 101 |"):
         assert part in md, part
     for png in ("accuracy.png", "robustness.png", "replay.png"):

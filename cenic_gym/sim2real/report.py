@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .accuracy import accuracy_sweep, sweep_table
-from .robustness import robustness_sweep, robustness_table
+from .robustness import robustness_sweep, robustness_table, tolerated_levels
 
 
 def _plt():
@@ -126,6 +126,9 @@ def write_report(env_id, policy, out_dir, seeds, accuracies=None, fixed_steps=No
                               progress=None if progress is None else
                               lambda f, lv, s: progress("robustness", f"{f} = {lv:g}", s))
     plot_robustness(robust, policy.name, env_id, out / "robustness.png")
+    ref_rate = next(r.summary["success_rate"] for r in sweep.rows if r.label == sweep.reference)
+    verdict = (f"**flagged**: succeeds more often at {', '.join(sweep.flagged)} than at {sweep.reference} (exploits "
+               "numerical artifacts)") if sweep.flagged else "not flagged"
     with open(out / "episodes.jsonl", "w") as f:
         for r in sweep.rows:
             for e in r.episodes:
@@ -139,6 +142,10 @@ def write_report(env_id, policy, out_dir, seeds, accuracies=None, fixed_steps=No
              f"Episodes per setting: {len(list(seeds))} (seeds {', '.join(str(s) for s in seeds)})"
              + (f", cut at {max_steps} steps" if max_steps else "") + ". Every episode (seed, setting, perturbation "
              "drawn, outcome) is in `episodes.jsonl`.", "",
+             "## Summary", "",
+             f"- Accuracy: {verdict}; success at {sweep.reference}: {100 * ref_rate:.0f} %.",
+             "- Robustness (largest level keeping the success rate within 10 points of nominal): "
+             + ", ".join(f"{f} {lv:g}" for f, lv in tolerated_levels(robust).items()) + ".", "",
              "## Accuracy sweep", "",
              "Numerical error shrinks as ε tightens; what remains at the tightest ε is the policy and the model. ",
              "", sweep_table(sweep), "", "![accuracy sweep](accuracy.png)", "",

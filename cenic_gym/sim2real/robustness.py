@@ -193,6 +193,19 @@ def robustness_sweep(env_id, policy, seeds, families=None, env_kwargs=None, max_
     return out
 
 
+def tolerated_levels(results, drop=0.1):
+    """{family: the largest level up to which the success rate stays within ``drop`` (a fraction) of the family's
+    first (nominal) level, every level before it included}."""
+    out = {}
+    for r in results.values():
+        rates = [s["success_rate"] for s in r.summaries]
+        k = 0
+        while k + 1 < len(rates) and rates[k + 1] >= rates[0] - drop:
+            k += 1
+        out[r.family] = r.levels[k]
+    return out
+
+
 def robustness_table(results):
     """Markdown: one row per family, success rate per level."""
     lines = ["| perturbation | levels | success rate per level | mean return per level |", "|---|---|---|---|"]

@@ -5,7 +5,8 @@
 :func:`cenic_gym.sim2real.accuracy.accuracy_sweep`: the policy runs the same seeded episodes (seeds 0 … episodes−1,
 200 steps, defaults, no domain randomization) at ε ∈ {1e-1, 1e-2, 1e-3, 1e-4, 1e-5} and at fixed steps δt ∈
 {0.05, 0.01, 0.002} s; success, mean return and the final-state divergence from the ε = 1e-5 run of the same seed.
-Writes the ``sim2real-accuracy`` section of ``benchmarks/RESULTS.md`` (appended if absent) and prints it. Same as
+Writes the ``sim2real-accuracy`` section of ``benchmarks/RESULTS.md`` (appended if absent) and
+``benchmarks/sim2real_accuracy.png``, and prints the section. Same as
 ``cenic-gym sim2real accuracy --policy scripted --episodes 10``, plus the provenance lines.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path  # noqa: E402
 from bench_common import git_rev, machine_line, replace_marked_section, versions  # noqa: E402
 from cenic_gym.sim2real.accuracy import accuracy_sweep, sweep_table  # noqa: E402
 from cenic_gym.sim2real.policy import load_policy  # noqa: E402
+from cenic_gym.sim2real.report import plot_accuracy  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 ENV_ID = "CenicFranka-v0"
@@ -45,6 +47,7 @@ def main(argv=None):
                            progress=lambda label, s: print(f"{label}: {s['success_rate']:.2f} "
                                                            f"({s['wall_s']:.0f} s)", flush=True))
     name = "sim2real-accuracy" if a.policy == "scripted" else f"sim2real-accuracy-{Path(a.policy).stem}"
+    plot = RESULTS.parent / f"{name.replace('-', '_')}.png"
     cmd = "NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/sim2real_accuracy.py"
     cmd += f" --episodes {a.episodes}" + ("" if a.policy == "scripted" else f" --policy {a.policy}")
     cmd += f" --env-kwargs '{a.env_kwargs}'" if env_kwargs else ""
@@ -60,9 +63,10 @@ def main(argv=None):
         f"seeds 0–{a.episodes - 1}, "
         "200 steps (10 s) per episode, the same episodes in every setting. Success: `info[\"is_success\"]` at the "
         "last step.", "",
-        sweep_table(sweep)])
+        sweep_table(sweep), "", f"Plot: `benchmarks/{plot.name}`."])
     print(body)
     if not a.no_write:
+        plot_accuracy(sweep, plot)
         heading = f"## Sim-to-real: accuracy sweep ({policy.name}, {ENV_ID})"
         RESULTS.write_text(replace_marked_section(RESULTS.read_text(), name, body, heading=heading))
     return 0

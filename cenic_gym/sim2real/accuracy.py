@@ -79,10 +79,10 @@ def accuracy_sweep(env_id, policy, seeds, accuracies=ACCURACIES, fixed_steps=FIX
     for label, options in sorted(settings, key=lambda s: s[0] != ref_label):  # the reference first
         env = make_env(env_id, **env_kwargs, **options)
         runs[label] = [run_episode(env, policy, s, max_steps=max_steps) for s in seeds]
+        model = env.unwrapped.sim.system.model  # the same kinematic model in every setting
         env.close()
         if progress is not None:
             progress(label, summarize(runs[label]))
-    model = make_env(env_id, **env_kwargs).unwrapped.sim.system.model
     ref = runs[ref_label]
     rows = []
     for label, options in settings:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from pathlib import Path
 
 DEFAULT_ENV = "CenicFranka-v0"
 

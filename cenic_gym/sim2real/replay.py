@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 
 from ..external import JointController
 from .rollout import make_env
@@ -295,8 +296,6 @@ def record_log(env, policy, seed, max_steps=None, bodies=None):
 
     def pose(b):
         p, R = u.sim.body_pose(b)
-        import pinocchio as pin
-
         return np.concatenate([p, pin.Quaternion(R).coeffs()])
 
     rows = []

@@ -2,7 +2,6 @@
 the simulator after the reset (and pushes during the episode). Returns what every sweep tabulates."""
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -93,7 +92,3 @@ def summarize(results):
                 mean_steps=steps / n, substeps_per_step=sum(r.substeps for r in results) / max(steps, 1),
                 sim_failures=sum(r.sim_failure is not None for r in results),
                 wall_s=float(sum(r.wall_s for r in results)))
-
-
-def nan_to_none(x):
-    return None if isinstance(x, float) and math.isnan(x) else x

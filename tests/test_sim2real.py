@@ -451,3 +451,20 @@ def test_goal_conditioned_sb3_policy_is_evaluated_but_not_exported(tmp_path):
     assert sweep.rows[0].summary["mean_steps"] == 3
     with pytest.raises(ValueError, match="only Box observation spaces can be exported"):
         export.export_policy(tmp_path / "sac.zip", tmp_path, ENV)
+
+
+def test_sac_export_reproduces_actions(tmp_path):
+    """SAC's squashed Gaussian actor (the off-policy path of folded_module): exported and checked to 1e-5."""
+    import torch
+    from stable_baselines3 import SAC
+
+    from cenic_gym.sim2real import export
+
+    torch.set_num_threads(1)
+    model = SAC("MlpPolicy", make_env(ENV, max_episode_steps=16), learning_starts=16, batch_size=16,
+                policy_kwargs=dict(net_arch=[16]), seed=0, device="cpu")
+    model.learn(24)
+    model.save(tmp_path / "sac.zip")
+    errors = export.export_policy(tmp_path / "sac.zip", tmp_path / "out", ENV, steps=10)
+    assert sorted(Path(p).name for p in errors) == ["sac.onnx", "sac.pt"]
+    assert max(errors.values()) <= 1e-5

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import matplotlib
+import matplotlib.ticker
 import numpy as np
 
 from .accuracy import accuracy_sweep, sweep_table
@@ -12,8 +14,6 @@ from .robustness import robustness_sweep, robustness_table, tolerated_levels
 
 
 def _plt():
-    import matplotlib
-
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -45,6 +45,8 @@ def plot_accuracy(sweep, out):
         axes[1, col].legend()
         for ax in axes[:, col]:
             ax.grid(True, which="both", alpha=0.3)
+            ax.set_xticks(x, [f"{v:g}" for v in x])  # the swept values (log axes over < 1 decade crowd labels)
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     fig.suptitle(f"{sweep.policy} on {sweep.env_id}: accuracy sweep ({len(sweep.seeds)} episodes per setting)")
     fig.tight_layout()
     fig.savefig(out, dpi=110)

@@ -4,6 +4,8 @@
                         simulate a reference scene, print integrator statistics, plot step size and real-time rate
     cenic-gym scenes    list the reference scenes
     cenic-gym list | train | eval | bench   envs and training (cenic_gym/train/cli.py)
+    cenic-gym sim2real {accuracy,robustness,export,record,replay,report} ...
+                        sim-to-real evaluation of a policy (cenic_gym/sim2real/cli.py)
     cenic-gym --version print the installed version
 
 Every argument is checked before anything is simulated (argparse exits with status 2 naming the bad value); the
@@ -173,16 +175,18 @@ def build_parser():
                    help="plot file; its extension sets the format, its folder is created if missing "
                         "(default: cenic_demo.png)")
     sub.add_parser("scenes", help="list the reference scenes")
+    from .sim2real.cli import add_parser as add_sim2real_parser
     from .train.cli import add_subcommands  # list, train, eval, bench
 
     add_subcommands(sub)
+    add_sim2real_parser(sub)  # cenic-gym sim2real {accuracy,robustness,export,record,replay,report}
     return p
 
 
 def main(argv=None):
     p = build_parser()
     a = p.parse_args(argv)
-    if getattr(a, "func", None) is not None:  # subcommands that bring their own handler (cenic_gym/train/cli.py)
+    if getattr(a, "func", None) is not None:  # subcommands with their own handler (train/cli.py, sim2real/cli.py)
         return a.func(a)
     if a.cmd == "scenes":
         for name in SCENES:

@@ -238,6 +238,8 @@ class AllegroCubeEnv(CenicEnv):
     def default_config():
         return default_config()
 
+    CAMERA = dict(lookat=(-0.05, 0.0, 0.05), distance=0.55, azimuth=150.0, elevation=-35.0)  # render default
+
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}
         for key in ("action_scale", "cube_size", "cube_mass", "stiffness", "success_threshold",

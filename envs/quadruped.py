@@ -257,6 +257,9 @@ class QuadrupedEnv(CenicEnv):
     def default_config():
         return default_config()
 
+    # render default: follows the base
+    CAMERA = dict(lookat=(0.0, 0.0, 0.0), distance=1.6, azimuth=130.0, elevation=-20.0, track=gc.BASE_JOINT)
+
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}
         for key in ("action_scale", "settle_time", "spawn_height", "command_resample_mean", "tracking_sigma",

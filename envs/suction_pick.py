@@ -178,6 +178,8 @@ class SuctionPickEnv(CenicEnv):
     def default_config():
         return default_config()
 
+    CAMERA = dict(lookat=(0.1, 0.15, 0.15), distance=1.1, azimuth=120.0, elevation=-30.0)  # render default
+
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}
         n = cfg["n_boxes"]

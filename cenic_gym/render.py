@@ -459,7 +459,12 @@ class MeshcatViewer:
             self.root[f"joint{j}"].set_transform(self.kin.oMi[j].homogeneous)
 
     def close(self):
-        self.vis.close() if hasattr(self.vis, "close") else None
+        """Disconnect; stop the meshcat-server this viewer started (meshcat 0.3's own ``close`` is broken)."""
+        window = self.vis.window
+        window.zmq_socket.close(linger=0)
+        if window.server_proc is not None:
+            window.server_proc.kill()
+            window.server_proc.wait()
 
 
 class MujocoViewer:

@@ -183,3 +183,21 @@ def test_simplify_mesh_keeps_a_coarse_mesh_and_merges_a_fine_one():
     assert v2.shape == (4, 3) and f2.shape == (2, 3)
     v3, f3 = rd.simplify_mesh(v, f, 10.0)
     assert f3.shape == (0, 3)
+
+
+def test_cli_env_demo_writes_a_video_and_a_plot(tmp_path, capsys):
+    from cenic_gym import cli
+
+    video, plot = tmp_path / "v" / "demo.mp4", tmp_path / "p" / "demo.png"
+    assert cli.main(["demo", "CenicSuction-v0", "--steps", "3", "--video", str(video), "--out", str(plot)]) == 0
+    assert video.stat().st_size > 1000 and plot.stat().st_size > 10000
+    out = capsys.readouterr().out
+    assert "scripted policy" in out and "ms/frame" in out and str(video) in out
+
+
+def test_cli_env_demo_rejects_an_unknown_env(capsys):
+    from cenic_gym import cli
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["demo", "CenicNope-v0"])
+    assert e.value.code == 2 and "unknown env 'CenicNope-v0'" in capsys.readouterr().err

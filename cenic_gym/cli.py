@@ -2,7 +2,7 @@
 
     cenic-gym demo [--scene clutter] [--accuracy 1e-3] [--duration 2] [--out cenic_demo.png]
                         simulate a reference scene, print integrator statistics, plot step size and real-time rate
-    cenic-gym demo ENV_ID [--steps N] [--video ENV_ID.mp4] [--out ENV_ID.png]
+    cenic-gym demo ENV_ID [--duration S] [--video cenic_demo.mp4] [--out cenic_demo.png]
                         run an episode of a registered env (scripted policy where the task has one), write an MP4
                         and the CENIC plots (step size, real-time rate, contact force)
     cenic-gym scenes    list the reference scenes
@@ -169,16 +169,16 @@ def build_parser():
     d.add_argument("--scene", default="clutter", choices=sorted(SCENES), help="reference scene (default: clutter)")
     d.add_argument("--accuracy", type=_positive(MAX_ACCURACY), default=1e-3,
                    help=f"ε: position error per step [m, rad], in (0, {MAX_ACCURACY:g}] (default: 1e-3)")
-    d.add_argument("--duration", type=_positive(), default=2.0,
-                   help=f"simulated time [s], > 0; sampled in windows of {WINDOW:g} s (default: 2)")
+    d.add_argument("--duration", type=_positive(), default=None,
+                   help=f"simulated time [s], > 0; sampled in windows of {WINDOW:g} s (default: 2; ENV_ID: the "
+                        "episode, at most 200 env steps)")
     d.add_argument("--out", default=None,
                    help="plot file; its extension sets the format, its folder is created if missing "
-                        "(default: cenic_demo.png, or ENV_ID.png)")
+                        "(default: cenic_demo.png)")
     d.add_argument("env", nargs="?", default=None, metavar="ENV_ID",
                    help="a registered env (e.g. CenicFranka-v0): run an episode and write a video and the plots "
                         "instead of a reference scene")
-    d.add_argument("--steps", type=int, default=None, help="env steps of the ENV_ID demo (default: the episode, <= 200)")
-    d.add_argument("--video", default=None, help="MP4 of the ENV_ID demo (default: ENV_ID.mp4)")
+    d.add_argument("--video", default="cenic_demo.mp4", help="MP4 of the ENV_ID demo (default: cenic_demo.mp4)")
     sub.add_parser("scenes", help="list the reference scenes")
     return p
 
@@ -191,13 +191,13 @@ def main(argv=None):
             print(f"{name:15s} {DESCRIPTIONS[name]}")
         return 0
     demo_parser = next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)).choices["demo"]
-    if a.out is None:
-        a.out = f"{a.env}.png" if a.env else "cenic_demo.png"
+    a.out = "cenic_demo.png" if a.out is None else a.out
     _check_out(demo_parser, a.out)
     if a.env:
         from .render_demo import main_env_demo
 
         return main_env_demo(demo_parser, a)
+    a.duration = 2.0 if a.duration is None else a.duration
     r = run_demo(a.scene, a.accuracy, a.duration, out=a.out)
     st, rates = r.sim.stats, r.rates
     print(f"{a.scene}: {st.sim_time:g} s simulated at accuracy {a.accuracy:g}")

@@ -47,10 +47,10 @@ def scripted_policy(env_id, env):
     return getattr(importlib.import_module(module), cls)(env)
 
 
-def run_env_demo(env_id, video="demo.mp4", plot="demo.png", steps=None, accuracy=1e-3, seed=0, width=640,
-                 height=480):
-    """Run ``steps`` env steps (default: the episode length, at most :data:`MAX_DEMO_STEPS`) of ``env_id`` at CENIC
-    accuracy ``accuracy``; write the frames to ``video`` (MP4 at the env's control rate, None: no video) and the
+def run_env_demo(env_id, video="cenic_demo.mp4", plot="cenic_demo.png", duration=None, accuracy=1e-3, seed=0,
+                 width=640, height=480):
+    """Run ``env_id`` for ``duration`` simulated seconds (rounded to whole env steps, at least one; default: the
+    episode, at most :data:`MAX_DEMO_STEPS` steps) at CENIC accuracy ``accuracy``; write the frames to ``video`` (MP4 at the env's control rate, None: no video) and the
     CENIC plots to ``plot`` (None: no plot). Returns an :class:`EnvDemoResult`."""
     import gymnasium as gym
 
@@ -61,11 +61,14 @@ def run_env_demo(env_id, video="demo.mp4", plot="demo.png", steps=None, accuracy
         raise ValueError(f"unknown env {env_id!r}; choose one of {known}")
     env = gym.make(env_id, accuracy=accuracy, render_mode="rgb_array" if video else None, render_width=width,
                    render_height=height)
-    limit = env.spec.max_episode_steps or MAX_DEMO_STEPS
-    steps = min(limit, MAX_DEMO_STEPS) if steps is None else int(steps)
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps!r}")
     u = env.unwrapped
+    if duration is None:
+        steps = min(env.spec.max_episode_steps or MAX_DEMO_STEPS, MAX_DEMO_STEPS)
+    elif isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration > 0 \
+            and np.isfinite(duration):
+        steps = max(1, round(duration / u.control_period))
+    else:
+        raise ValueError(f"duration must be a finite number > 0 [s], got {duration!r}")
     obs, _ = env.reset(seed=seed)
     policy = scripted_policy(env_id, env)
     if policy is not None:
@@ -162,14 +165,12 @@ def main_env_demo(parser, a):
     known = sorted(k for k in gym.registry if k.startswith("Cenic"))
     if a.env not in known:
         parser.error(f"argument ENV_ID: unknown env {a.env!r}; choose one of {known}")
-    if a.steps is not None and a.steps < 1:
-        parser.error(f"argument --steps: must be >= 1, got {a.steps}")
-    video = a.video or f"{a.env}.mp4"
+    video = a.video
     if not video.lower().endswith(".mp4"):
         parser.error(f"argument --video: {video!r} must end in .mp4")
-    r = run_env_demo(a.env, video, a.out, a.steps, a.accuracy)
+    r = run_env_demo(a.env, video, a.out, a.duration, a.accuracy)
     st = r.stats
-    print(f"{a.env}: {r.steps} env steps ({st['sim_time']:.3g} s simulated) at accuracy {a.accuracy:g}, "
+    print(f"{a.env}: {st['sim_time']:g} s simulated ({r.steps} env steps) at accuracy {a.accuracy:g}, "
           f"{r.policy} policy, success at the end: {r.success}")
     print(f"  CENIC steps accepted {st['accepted']}, rejected {st['rejected']}, Newton iterations "
           f"{st['newton_iters']}; step size min {st['min_dt']:.3g} s, max {st['max_dt']:.3g} s")

@@ -189,10 +189,11 @@ def test_cli_env_demo_writes_a_video_and_a_plot(tmp_path, capsys):
     from cenic_gym import cli
 
     video, plot = tmp_path / "v" / "demo.mp4", tmp_path / "p" / "demo.png"
-    assert cli.main(["demo", "CenicSuction-v0", "--steps", "3", "--video", str(video), "--out", str(plot)]) == 0
+    assert cli.main(["demo", "CenicSuction-v0", "--duration", "0.15", "--video", str(video),
+                     "--out", str(plot)]) == 0
     assert video.stat().st_size > 1000 and plot.stat().st_size > 10000
     out = capsys.readouterr().out
-    assert "scripted policy" in out and "ms/frame" in out and str(video) in out
+    assert "0.15 s simulated (3 env steps)" in out and "scripted policy" in out and str(video) in out
 
 
 def test_cli_env_demo_rejects_an_unknown_env(capsys):

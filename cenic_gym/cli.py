@@ -5,6 +5,8 @@
     cenic-gym demo ENV_ID [--duration S] [--video cenic_demo.mp4] [--out cenic_demo.png]
                         run an episode of a registered env (scripted policy where the task has one), write an MP4
                         and the CENIC plots (step size, real-time rate, contact force)
+    cenic-gym work-precision [--scene sphere_drop] [--duration 1] [--out work_precision.png]
+                        error vs cost over the accuracy ε (1e-2, 1e-3, 1e-4) against a tight reference run
     cenic-gym scenes    list the reference scenes
     cenic-gym --version print the installed version
 
@@ -158,6 +160,10 @@ def _check_out(p, out):
         p.error(f"argument --out: {out!r} is not writable")
 
 
+def _subparser(p, name):
+    return next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)).choices[name]
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="cenic-gym", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -179,6 +185,13 @@ def build_parser():
                    help="a registered env (e.g. CenicFranka-v0): run an episode and write a video and the plots "
                         "instead of a reference scene")
     d.add_argument("--video", default="cenic_demo.mp4", help="MP4 of the ENV_ID demo (default: cenic_demo.mp4)")
+    w = sub.add_parser("work-precision", help="work-precision curve of a reference scene",
+                       description="Simulate a reference scene at ε = 1e-2, 1e-3, 1e-4 and at 1e-6 (the reference); "
+                                   "print and plot wall time per simulated second against the final error.")
+    w.add_argument("--scene", default="sphere_drop", choices=sorted(SCENES), help="reference scene (default: "
+                   "sphere_drop)")
+    w.add_argument("--duration", type=_positive(), default=1.0, help="simulated time [s], > 0 (default: 1)")
+    w.add_argument("--out", default="work_precision.png", help="plot file (default: work_precision.png)")
     sub.add_parser("scenes", help="list the reference scenes")
     return p
 
@@ -190,7 +203,11 @@ def main(argv=None):
         for name in SCENES:
             print(f"{name:15s} {DESCRIPTIONS[name]}")
         return 0
-    demo_parser = next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)).choices["demo"]
+    if a.cmd == "work-precision":
+        from .plots import main_work_precision
+
+        return main_work_precision(_subparser(p, "work-precision"), a, SCENES[a.scene], _check_out)
+    demo_parser = _subparser(p, "demo")
     a.out = "cenic_demo.png" if a.out is None else a.out
     _check_out(demo_parser, a.out)
     if a.env:

@@ -1,7 +1,7 @@
 """``cenic-gym demo ENV_ID``: run an episode of a registered env with its scripted policy (random actions where the
 task has none), write an MP4 of it and the CENIC plots (step size, real-time rate and contact force over time).
 
-The plots are plain functions of recorded numbers, usable from benchmarks: :func:`plot_cenic_run`.
+The plots are in :mod:`cenic_gym.plots` (plain functions of recorded numbers, usable from benchmarks).
 """
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .plots import plot_cenic_run
 
 # env id -> "module:Class" of a scripted (non-learned) policy: Class(env), .reset() after env.reset, __call__(obs)
 SCRIPTED = {"CenicFranka-v0": "cenic_gym.envs.franka_box:ScriptedExpert",
@@ -121,39 +123,6 @@ def write_video(frames, path, fps):
     with imageio.get_writer(str(path), fps=fps, codec="libx264", quality=7, macro_block_size=8) as w:
         for f in frames:
             w.append_data(f)
-
-
-def plot_cenic_run(history, t_end, rates, normal_force, title, out):
-    """CENIC Fig. 17-style plot: step size (accepted / rejected) over simulated time, real-time rate per window
-    ending at ``t_end`` [s], and the total contact normal force [N] (None: that panel is left out)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    n = 3 if normal_force is not None else 2
-    fig, axes = plt.subplots(n, 1, figsize=(8, 2.4 * n + 0.6), sharex=True)
-    h = np.array([(t, dt, acc) for t, dt, acc, _ in history], dtype=float).reshape(-1, 3)
-    acc = h[:, 2] > 0.5
-    axes[0].semilogy(h[acc, 0], h[acc, 1], ".", ms=3, label="accepted")
-    axes[0].semilogy(h[~acc, 0], h[~acc, 1], "x", ms=3, color="tab:red", label="rejected")
-    axes[0].set_ylabel("step size δt [s]")
-    axes[0].legend(loc="lower right")
-    axes[0].set_title(title)
-    starts = np.concatenate([[h[0, 0] if len(h) else 0.0], t_end[:-1]])
-    axes[1].stairs(rates, np.concatenate([starts[:1], t_end]), baseline=None)
-    axes[1].axhline(1.0, color="k", lw=0.8, ls="--")
-    axes[1].set_yscale("log")
-    axes[1].set_ylabel("real-time rate")
-    if normal_force is not None:
-        axes[2].plot(t_end, normal_force, lw=1.2)
-        axes[2].set_ylabel("contact normal force [N]")
-        axes[2].ticklabel_format(axis="y", useOffset=False)
-    axes[-1].set_xlabel("simulated time [s]")
-    fig.tight_layout()
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
 
 
 def main_env_demo(parser, a):

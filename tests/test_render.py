@@ -202,3 +202,13 @@ def test_cli_env_demo_rejects_an_unknown_env(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["demo", "CenicNope-v0"])
     assert e.value.code == 2 and "unknown env 'CenicNope-v0'" in capsys.readouterr().err
+
+
+def test_work_precision_error_shrinks_with_the_accuracy(tmp_path):
+    from cenic_gym import plots, scenes
+
+    points = plots.work_precision(scenes.sphere_drop, accuracies=(1e-2, 1e-3, 1e-4), duration=0.3)
+    errors = [p.error for p in points]
+    assert errors[0] > errors[1] > errors[2] > 0, errors  # a convergence study, not a timing: no wall-time asserts
+    plots.plot_work_precision(points, "sphere drop", tmp_path / "wp.png")
+    assert (tmp_path / "wp.png").stat().st_size > 10000

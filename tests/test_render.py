@@ -212,3 +212,19 @@ def test_work_precision_error_shrinks_with_the_accuracy(tmp_path):
     assert errors[0] > errors[1] > errors[2] > 0, errors  # a convergence study, not a timing: no wall-time asserts
     plots.plot_work_precision(points, "sphere drop", tmp_path / "wp.png")
     assert (tmp_path / "wp.png").stat().st_size > 10000
+
+
+def test_rendering_does_not_change_the_physics():
+    """Same seed and actions with and without a frame drawn after every step: bit-identical observations."""
+    def rollout(render_mode):
+        env = gym.make("CenicSuction-v0", render_mode=render_mode, render_width=64, render_height=48)
+        obs, _ = env.reset(seed=3)
+        env.action_space.seed(3)
+        out = [obs]
+        for _ in range(8):
+            out.append(env.step(env.action_space.sample())[0])
+            if render_mode:
+                env.render()
+        return np.array(out)
+
+    assert np.array_equal(rollout(None), rollout("rgb_array"))

@@ -226,6 +226,9 @@ class AllegroCubeEnv(CenicEnv):
     | randomization         | above        | ranges of domain randomization                                 |
     | privileged_obs        | False        | Dict observation with a critic part                            |
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).

@@ -153,6 +153,9 @@ class FrankaBoxEnv(CenicEnv):
     fixed_step, control_period, domain_randomization, obs_noise, action_delay, render_mode) and every key of
     :func:`default_config`. ``reset(options=...)`` accepts ``box_pose`` (x, y, yaw) and ``target_xy`` (x, y).
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).

@@ -245,6 +245,9 @@ class QuadrupedEnv(CenicEnv):
 
     Terrain is blind: the observation has no height scan (add one with a wrapper if the policy needs it).
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).

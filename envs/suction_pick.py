@@ -167,6 +167,9 @@ class SuctionPickEnv(CenicEnv):
     True: evaluated explicitly at the step start, as most simulators do — CENIC Fig. 13b). ``reset(options=...)``
     accepts ``target_pose`` (x, y, yaw) and ``tote_xy`` (x, y).
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).

@@ -29,7 +29,7 @@ from .model import Box, Capsule, ConvexMesh, Cylinder, HalfSpace, Sphere
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 640, 480  # [px]
 MAX_SIZE = 4096  # [px] largest width or height of an offscreen frame
-GROUND_HALF_SIZE = 3.0  # [m] half side of the drawn square of an (infinite) ground half-space
+GROUND_HALF_SIZE = 25.0  # [m] half side of the drawn square of an (infinite) ground half-space
 CAMERA_KEYS = ("lookat", "distance", "azimuth", "elevation", "track")
 # colours (RGBA) of shapes without a colour of their own: robot links, then free bodies in turn
 ROBOT_RGBA = (0.82, 0.82, 0.85, 1.0)
@@ -284,7 +284,7 @@ def build_twin_model(geoms, width, height):
     tex = spec.add_texture(name="checker", type=mujoco.mjtTexture.mjTEXTURE_2D,
                            builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER, width=256, height=256,
                            rgb1=[0.78, 0.80, 0.82], rgb2=[0.66, 0.68, 0.70])
-    mat = spec.add_material(name="ground", texrepeat=[8, 8])
+    mat = spec.add_material(name="ground", texrepeat=[2, 2], texuniform=True)  # 0.5 m checker squares
     mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = tex.name
     spec.add_texture(name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
                      width=64, height=64, rgb1=[0.55, 0.65, 0.78], rgb2=[0.93, 0.94, 0.96])

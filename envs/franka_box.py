@@ -167,7 +167,7 @@ class FrankaBoxEnv(CenicEnv):
     def default_config():
         return default_config()
 
-    CAMERA = dict(lookat=(0.3, -0.1, 0.3), distance=1.3, azimuth=150.0, elevation=-20.0)  # render default
+    CAMERA = dict(lookat=(0.3, -0.1, 0.25), distance=1.4, azimuth=215.0, elevation=-25.0)  # render default
 
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}

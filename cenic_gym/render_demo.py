@@ -6,6 +6,7 @@ The plots are in :mod:`cenic_gym.plots` (plain functions of recorded numbers, us
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,9 @@ def main_env_demo(parser, a):
     known = sorted(k for k in gym.registry if k.startswith("Cenic"))
     if a.env not in known:
         parser.error(f"argument ENV_ID: unknown env {a.env!r}; choose one of {known}")
+    for module in ("mujoco", "imageio", "imageio_ffmpeg"):  # found, not imported (MUJOCO_GL is set later)
+        if importlib.util.find_spec(module) is None:
+            parser.error(f"the ENV_ID demo needs {module}: pip install 'cenic-gym[render]'")
     video = a.video
     if not video.lower().endswith(".mp4"):
         parser.error(f"argument --video: {video!r} must end in .mp4")

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import gymnasium as gym
-import numpy as np
 
 import cenic_gym  # noqa: F401
 from cenic_gym.render_demo import scripted_policy
@@ -57,7 +56,8 @@ def measure(env_id):
 
 
 def main():
-    print("| env | first render (twin build) [s] | ms/frame 640×480 | ms/frame, no shadows | drawn geoms | mesh triangles |")
+    print("| env | first render (twin build) [s] | ms/frame 640×480 | ms/frame, no shadows | drawn geoms "
+          "| mesh triangles |")
     print("|---|---|---|---|---|---|")
     for env_id in IDS:
         first, ms, ms_ns, ngeom, tris = measure(env_id)

@@ -53,7 +53,8 @@ def scripted_policy(env_id, env):
 def run_env_demo(env_id, video="cenic_demo.mp4", plot="cenic_demo.png", duration=None, accuracy=1e-3, seed=0,
                  width=640, height=480):
     """Run ``env_id`` for ``duration`` simulated seconds (rounded to whole env steps, at least one; default: the
-    episode, at most :data:`MAX_DEMO_STEPS` steps) at CENIC accuracy ``accuracy``; write the frames to ``video`` (MP4 at the env's control rate, None: no video) and the
+    episode, at most :data:`MAX_DEMO_STEPS` steps) at CENIC accuracy ``accuracy``; write the frames to ``video``
+    (MP4 at the env's control rate, None: no video) and the
     CENIC plots to ``plot`` (None: no plot). Returns an :class:`EnvDemoResult`."""
     import gymnasium as gym
 

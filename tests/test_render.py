@@ -236,7 +236,8 @@ def test_cli_env_demo_names_a_missing_package(monkeypatch, capsys):
     from cenic_gym import cli
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
     with pytest.raises(SystemExit) as e:
         cli.main(["demo", "CenicSuction-v0"])
     assert e.value.code == 2 and "needs imageio_ffmpeg: pip install 'cenic-gym[render]'" in capsys.readouterr().err

@@ -167,6 +167,9 @@ class SuctionPickEnv(CenicEnv):
     True: evaluated explicitly at the step start, as most simulators do — CENIC Fig. 13b). ``reset(options=...)``
     accepts ``target_pose`` (x, y, yaw) and ``tote_xy`` (x, y).
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).
@@ -177,6 +180,8 @@ class SuctionPickEnv(CenicEnv):
     @staticmethod
     def default_config():
         return default_config()
+
+    CAMERA = dict(lookat=(0.1, 0.15, 0.15), distance=1.1, azimuth=120.0, elevation=-30.0)  # render default
 
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}

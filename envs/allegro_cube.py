@@ -475,9 +475,9 @@ class ScriptedRotator:
     k·90° about the cube centre, and gives each finger a *zone* of corner angles it can reach at mid-height
     (``ZONES``; index: −40°…−110°, pushing the −y corner towards −x; middle: 25°…−25°, the front corner towards
     −y; ring: 85°…30°, the +y corner towards +x; found from the fingertips' workspace at the cube's mid-height).
-    A finger whose zone holds a corner that has just entered it (within ``window`` of the zone start, or anywhere
-    within ``stall_window`` when nothing has pushed for ``stall_steps``) goes through three phases: *clear* (its fingertip sphere
-    ``clearance`` outside the edge, at mid-height), *approach* (touching behind the edge, along the tangent of
+    A finger whose zone holds a corner that has just entered it (within ``window`` of the zone start; a corner
+    deeper in the zone is awkward to reach and is left for the next one) goes through three phases: *clear* (its
+    fingertip sphere ``clearance`` outside the edge, at mid-height), *approach* (touching behind the edge, along the tangent of
     the edge's circle about the centre), *push* (the target point the edge would reach after a further ``lead``
     of rotation, ``depth`` inside it, so the effort-limited PD presses the edge tangentially). When the corner
     leaves the zone the finger lifts to a waiting point above the zone start at ``z_wait``. Fingertip targets
@@ -495,8 +495,8 @@ class ScriptedRotator:
              2: (math.radians(85.0), math.radians(30.0))}
 
     def __init__(self, env, target=math.radians(100.0), lead=math.radians(15.0), depth=0.004, clearance=0.015,
-                 window=math.radians(35.0), stall_window=math.radians(55.0), stall_steps=8, z_push=0.045, z_wait=0.10, clear_steps=6,
-                 approach_steps=3):
+                 window=math.radians(35.0), z_push=0.045, z_wait=0.10,
+                 clear_steps=6, approach_steps=3):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -505,7 +505,8 @@ class ScriptedRotator:
         if not target > 0:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
-        self.window, self.stall_window, self.stall_window, self.stall_steps, self.z_push, self.z_wait = window, stall_window, stall_steps, z_push, z_wait
+        self.window = window
+        self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
         m = self.env.system.model
         self._model, self._data = m, m.createData()
@@ -518,7 +519,6 @@ class ScriptedRotator:
         self.count = {f: 0 for f in self.ZONES}
         self.q_des = NOMINAL.copy()
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
-        self.idle = 0  # control periods with no finger pushing
         self._q_prev = None
 
     def cube_pose(self, obs):
@@ -573,13 +573,10 @@ class ScriptedRotator:
         self._q_prev = q_cube
         yaw = cube_yaw(q_cube)
         done = -self.rotation >= self.target
-        pushing = any(p == "push" for p in self.phase.values())
-        self.idle = 0 if pushing else self.idle + 1
-        window = self.window if self.idle < self.stall_steps else self.stall_window
         q_des = self.q_des.copy()
         for f, (start, _) in self.ZONES.items():
             phi = None if done else self._corner_in_zone(yaw, f)
-            if phi is not None and self.phase[f] == "free" and phi < start - window:
+            if phi is not None and self.phase[f] == "free" and phi < start - self.window:
                 phi = None  # deep in the zone: wait for the next edge
             if phi is None:
                 self.phase[f], self.count[f] = "free", 0

@@ -496,7 +496,7 @@ class ScriptedRotator:
 
     def __init__(self, env, target=math.radians(100.0), lead=math.radians(15.0), depth=0.004, clearance=0.015,
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
-                 clear_steps=6, approach_steps=3):
+                 clear_steps=6, approach_steps=3, zones=None):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -506,6 +506,7 @@ class ScriptedRotator:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
         self.window = window
+        self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
         m = self.env.system.model
@@ -530,7 +531,7 @@ class ScriptedRotator:
 
     def _corner_in_zone(self, yaw, finger):
         """The edge angle φ [rad] in ``finger``'s zone, or None (zones are narrower than 90°: one edge at most)."""
-        start, end = self.ZONES[finger]
+        start, end = self.zones[finger]
         for k in range(4):
             phi = math.remainder(yaw + 0.25 * math.pi + 0.5 * k * math.pi - end, 2.0 * math.pi) + end
             if end <= phi <= start:
@@ -574,10 +575,16 @@ class ScriptedRotator:
         yaw = cube_yaw(q_cube)
         done = -self.rotation >= self.target
         q_des = self.q_des.copy()
-        for f, (start, _) in self.ZONES.items():
+        claimed = []  # edges (angles) already pushed by a finger this period
+        for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
+            start = self.zones[f][0]
             phi = None if done else self._corner_in_zone(yaw, f)
+            if phi is not None and any(abs(math.remainder(phi - c, 2.0 * math.pi)) < 0.25 * math.pi for c in claimed):
+                phi = None  # another finger has this edge
             if phi is not None and self.phase[f] == "free" and phi < start - self.window:
                 phi = None  # deep in the zone: wait for the next edge
+            if phi is not None:
+                claimed.append(phi)
             if phi is None:
                 self.phase[f], self.count[f] = "free", 0
                 wait = start + math.radians(10.0)

@@ -467,23 +467,29 @@ def yaw_increment(q_prev, q_next):
 
 class ScriptedRotator:
     """A scripted feedback policy (no learning) that turns the cube about the palm normal, clockwise seen from
-    above, by ``target`` [rad], then lifts the fingers off it: it proves in-hand rotation is physically feasible.
+    above, by ``target`` [rad], then lifts the fingers off it: evidence that in-hand rotation is physically
+    feasible in this simulator (issue 12; ``benchmarks/allegro_scripted.py`` gives its success rate).
 
-    The palm carries the cube; three fingers push its vertical edges like a relay. Each control period the
-    policy reads the cube's position and orientation from the observation (``obs[32:35]`` + the palm centre;
-    the orientation as (q_goal ⊗ q_cube⁻¹)⁻¹ ⊗ q_goal), places the four corner edges at angles φ = yaw + 45° +
-    k·90° about the cube centre, and gives each finger a *zone* of corner angles it can reach at mid-height
-    (``ZONES``; index: −40°…−110°, pushing the −y corner towards −x; middle: 25°…−25°, the front corner towards
-    −y; ring: 85°…30°, the +y corner towards +x; found from the fingertips' workspace at the cube's mid-height).
-    A finger whose zone holds a corner that has just entered it (within ``window`` of the zone start; a corner
-    deeper in the zone is awkward to reach and is left for the next one) goes through three phases: *clear* (its
-    fingertip sphere ``clearance`` outside the edge, at mid-height), *approach* (touching behind the edge, along the tangent of
-    the edge's circle about the centre), *push* (the target point the edge would reach after a further ``lead``
-    of rotation, ``depth`` inside it, so the effort-limited PD presses the edge tangentially). When the corner
-    leaves the zone the finger lifts to a waiting point above the zone start at ``z_wait``. Fingertip targets
-    become joint targets by damped least squares on each finger's 4 joints (Pinocchio), and actions are the
-    normalized joint-target changes (clipped to ±1, i.e. ±``action_scale`` per step). The thumb stays at
-    NOMINAL. The rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`).
+    The palm carries the cube's weight; the index, middle and ring fingers push its vertical edges like a relay.
+    Each control period the policy reads the cube's position and orientation from the observation
+    (``obs[32:35]`` + the palm centre; orientation (q_goal ⊗ q_cube⁻¹)⁻¹ ⊗ q_goal) and places the four vertical
+    edges at angles φ = yaw + 45° + k·90° about the cube centre. Each finger has a *zone* of edge angles it can
+    reach at the cube's mid-height (``ZONES`` unless ``zones`` is given; read off the fingertips' workspace:
+    index −40°…−110°, pushing the −y edge towards −x; middle 25°…−25°, the front edge towards −y; ring 85°…30°,
+    the +y edge towards +x; together they cover every yaw modulo 90°; an edge is pushed by one finger at most).
+    A finger whose zone holds an edge that has just entered it (within ``window`` of the zone start; an edge deeper
+    in the zone is awkward to reach and is left for the next one) goes through three phases: *clear* (fingertip
+    sphere ``clearance`` outside the edge, at mid-height ``z_push``), *approach* (touching the edge from behind,
+    along the tangent of the edge's circle about the centre), *push* (the point the edge would reach after a further
+    ``lead`` of rotation, ``depth`` inside it, so the effort-limited PD presses the edge tangentially). When its
+    edge leaves the zone the finger lifts to a waiting point above its zone start (height ``z_wait``). Fingertip
+    targets become joint targets by damped least squares on each finger's 4 joints (Pinocchio); the action is the
+    normalized joint-target change, clipped to ±1 (±``action_scale`` per step). The thumb stays at NOMINAL. The
+    rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`).
+
+    Known failure: a push at an edge turns the cube about the opposite edge (the palm carries it on its four
+    bottom corners), so the centre drifts, mostly towards the heel and the thumb side; once the cube sits
+    1.5–3 cm back, no finger reaches an edge in its zone and the rotation stalls short of the target.
 
     Use: ``policy = ScriptedRotator(env); obs, _ = env.reset(seed=s); policy.reset(); a = policy(obs)``.
     """

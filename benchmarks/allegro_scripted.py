@@ -108,12 +108,12 @@ def main():
         "",
         f"`ScriptedRotator` (a feedback finger relay: index, middle and ring fingers push the cube's vertical edges "
         f"clockwise, each in its reachable zone of edge angles, targets recomputed from the observed cube pose every "
-        f"0.05 s; target 100°, then the fingers lift off) on `{ENV_ID}` defaults (random start yaw and ±5 mm start "
+        f"0.05 s; target 100°, then the fingers lift off; stall rescue: zones widened by 15° after 10 periods without progress) on `{ENV_ID}` defaults (random start yaw and ±5 mm start "
         f"position, no domain randomization), seeds {seeds[0]}–{seeds[-1]}, up to {args.steps} env steps "
         f"({args.steps * 0.05:.0f} s). Success: rotation about the palm normal (true cube state, summed per-step "
         "twist) reached ≥ 90° and no drop / simulator failure within the episode. Tilt: angle of the cube's most "
         "vertical axis from the palm normal at the end (the cube rests partly on the thumb's base box: a few "
-        "degrees). The controller's numbers were chosen on seeds 100–111, not on these seeds.",
+        "degrees). The controller's numbers were chosen on seeds 100–151, not on these seeds.",
         "",
         *table,
         "",

@@ -485,7 +485,9 @@ class ScriptedRotator:
     edge leaves the zone the finger lifts to a waiting point above its zone start (height ``z_wait``). Fingertip
     targets become joint targets by damped least squares on each finger's 4 joints (Pinocchio); the action is the
     normalized joint-target change, clipped to ±1 (±``action_scale`` per step). The thumb stays at NOMINAL. The
-    rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`).
+    rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`). Stall rescue:
+    after ``stall_steps`` control periods in which the rotation moved less than 1°, every zone is widened by
+    ``stall_widen`` at both ends and edges deep in a zone may be approached, until the cube turns again.
 
     Known failure: a push at an edge turns the cube about the opposite edge (the palm carries it on its four
     bottom corners), so the centre drifts, mostly towards the heel and the thumb side; once the cube sits
@@ -502,7 +504,8 @@ class ScriptedRotator:
 
     def __init__(self, env, target=math.radians(100.0), lead=math.radians(15.0), depth=0.004, clearance=0.015,
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
-                 clear_steps=6, approach_steps=3, zones=None):
+                 clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
+                 stall_widen=math.radians(15.0)):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -511,7 +514,7 @@ class ScriptedRotator:
         if not target > 0:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
-        self.window = window
+        self.window, self.stall_steps, self.stall_widen = window, stall_steps, stall_widen
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -527,6 +530,7 @@ class ScriptedRotator:
         self.q_des = NOMINAL.copy()
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
         self._q_prev = None
+        self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
 
     def cube_pose(self, obs):
         """Cube centre (3,) [m] (world) and orientation (x, y, z, w) from the flat observation and the env's goal."""
@@ -535,9 +539,9 @@ class ScriptedRotator:
         d = obs[35:39] / np.linalg.norm(obs[35:39])
         return obs[32:35] + e.palm_centre, quat_multiply(quat_conjugate(d), e.goal)
 
-    def _corner_in_zone(self, yaw, finger):
+    def _corner_in_zone(self, yaw, finger, widen=0.0):
         """The edge angle φ [rad] in ``finger``'s zone, or None (zones are narrower than 90°: one edge at most)."""
-        start, end = self.zones[finger]
+        start, end = self.zones[finger][0] + widen, self.zones[finger][1] - widen
         for k in range(4):
             phi = math.remainder(yaw + 0.25 * math.pi + 0.5 * k * math.pi - end, 2.0 * math.pi) + end
             if end <= phi <= start:
@@ -580,14 +584,19 @@ class ScriptedRotator:
         self._q_prev = q_cube
         yaw = cube_yaw(q_cube)
         done = -self.rotation >= self.target
+        if abs(self.rotation - self._anchor) > math.radians(1.0):
+            self._still, self._anchor = 0, self.rotation
+        else:
+            self._still += 1
+        stalled = self.stall_steps is not None and self._still >= self.stall_steps
         q_des = self.q_des.copy()
         claimed = []  # edges (angles) already pushed by a finger this period
         for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
             start = self.zones[f][0]
-            phi = None if done else self._corner_in_zone(yaw, f)
+            phi = None if done else self._corner_in_zone(yaw, f, self.stall_widen if stalled else 0.0)
             if phi is not None and any(abs(math.remainder(phi - c, 2.0 * math.pi)) < 0.25 * math.pi for c in claimed):
                 phi = None  # another finger has this edge
-            if phi is not None and self.phase[f] == "free" and phi < start - self.window:
+            if phi is not None and self.phase[f] == "free" and phi < start - self.window and not stalled:
                 phi = None  # deep in the zone: wait for the next edge
             if phi is not None:
                 claimed.append(phi)

@@ -10,7 +10,7 @@ position noise ±5 mm, no domain randomization) of up to ``--steps`` env steps (
 :func:`~cenic_gym.envs.allegro_cube.rotation_episode` on the true cube state. Success (issue 12): the rotation about
 the palm normal reached ≥ 90° and the cube was not dropped (and the simulator did not fail) within the episode.
 Modes: ε = 1e-3 (the issue's setting) and fixed steps 0.01 s / 0.002 s on the same episodes, for contrast. The
-controller was designed and its numbers chosen on seeds 100–111 (not the evaluation seeds 0–19). Writes the
+controller was designed and its numbers chosen on seeds 100–151 (not the evaluation seeds 0–19). Writes the
 ``allegro-scripted`` section of ``benchmarks/RESULTS.md``.
 """
 from __future__ import annotations

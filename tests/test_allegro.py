@@ -213,7 +213,7 @@ def test_scripted_rotator_turns_the_cube_a_quarter_turn():
     from cenic_gym.envs.allegro_cube import ScriptedRotator, rotation_episode
     env = gym.make("CenicAllegro-v0")
     policy = ScriptedRotator(env)
-    for seed in (101, 102):  # tuning seeds, not the benchmark's 0–19
+    for seed in (118, 126):  # tuning seeds, not the benchmark's 0–19
         r = rotation_episode(env, policy, seed, steps=100)
         assert not r["dropped"] and not r["sim_failure"], r
         assert r["max_rotation"] >= 0.5 * math.pi, r

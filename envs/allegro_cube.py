@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pinocchio as pin
 from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder
@@ -445,3 +446,212 @@ class AllegroCubeEnv(CenicEnv):
         for k in self._TASK_KEYS:
             setattr(self, k, state[k])
         self.pd.set_target(q_d=self.q_target)
+
+
+# -- scripted feasibility controller ----------------------------------------------------------------------------
+def cube_yaw(q_cube):
+    """Yaw [rad] in [−π/4, π/4] of a cube (quaternion x, y, z, w) about world z, modulo its quarter-turn symmetry:
+    the heading in the palm plane of the cube axis that follows (cyclically) its most vertical axis. Independent
+    of which face the cube rests on."""
+    x, y, z, w = q_cube
+    R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                  [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                  [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    up = int(np.argmax(np.abs(R[2])))
+    axis = R[:, (up + 1) % 3]
+    return math.remainder(math.atan2(axis[1], axis[0]), 0.5 * math.pi)
+
+
+def yaw_increment(q_prev, q_next):
+    """Rotation [rad] about world z (the palm normal) from orientation ``q_prev`` to ``q_next`` (x, y, z, w): the
+    twist angle of q_next ⊗ q_prev⁻¹ about z, in (−π, π]. Summed over control periods it gives the rotation
+    about the palm normal (steps must stay below π)."""
+    d = quat_multiply(q_next, quat_conjugate(q_prev))
+    return 2.0 * math.atan2(d[2], d[3]) if d[3] >= 0 else 2.0 * math.atan2(-d[2], -d[3])
+
+
+class ScriptedRotator:
+    """A scripted feedback policy (no learning) that turns the cube about the palm normal, clockwise seen from
+    above, by ``target`` [rad], then lifts the fingers off it: evidence that in-hand rotation is physically
+    feasible in this simulator (issue 12; ``benchmarks/allegro_scripted.py`` gives its success rate).
+
+    The palm carries the cube's weight; the index, middle and ring fingers push its vertical edges like a relay.
+    Each control period the policy reads the cube's position and orientation from the observation
+    (``obs[32:35]`` + the palm centre; orientation (q_goal ⊗ q_cube⁻¹)⁻¹ ⊗ q_goal) and places the four vertical
+    edges at angles φ = yaw + 45° + k·90° about the cube centre. Each finger has a *zone* of edge angles it can
+    reach at the cube's mid-height (``ZONES`` unless ``zones`` is given; read off the fingertips' workspace:
+    index −40°…−110°, pushing the −y edge towards −x; middle 25°…−25°, the front edge towards −y; ring 85°…30°,
+    the +y edge towards +x; together they cover every yaw modulo 90°; an edge is pushed by one finger at most).
+    A finger whose zone holds an edge that has just entered it (within ``window`` of the zone start; an edge deeper
+    in the zone is awkward to reach and is left for the next one) goes through three phases: *clear* (fingertip
+    sphere ``clearance`` outside the edge, at mid-height ``z_push``), *approach* (touching the edge from behind,
+    along the tangent of the edge's circle about the centre), *push* (the point the edge would reach after a further
+    ``lead`` of rotation, ``depth`` inside it, so the effort-limited PD presses the edge tangentially). When its
+    edge leaves the zone the finger lifts to a waiting point above its zone start (height ``z_wait``). Fingertip
+    targets become joint targets by damped least squares on each finger's 4 joints (Pinocchio); the action is the
+    normalized joint-target change, clipped to ±1 (±``action_scale`` per step). The thumb stays at NOMINAL. The
+    rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`). Stall rescue:
+    after ``stall_steps`` control periods in which the rotation moved less than 1°, every zone is widened by
+    ``stall_widen`` at both ends and edges deep in a zone may be approached, until the cube turns again.
+
+    Known failure: a push at an edge turns the cube about the opposite edge (the palm carries it on its four
+    bottom corners), so the centre drifts, mostly towards the heel and the thumb side; once the cube sits
+    1.5–3 cm back, no finger reaches an edge in its zone and the rotation stalls short of the target.
+
+    Use: ``policy = ScriptedRotator(env); obs, _ = env.reset(seed=s); policy.reset(); a = policy(obs)``.
+    """
+
+    R_TIP = ac.FINGERTIP_RADIUS  # [m]
+    # finger index (0 index, 1 middle, 2 ring) -> (zone start, zone end) of the pushed edge's angle about the
+    # cube centre [rad], measured from world +x; the edges move clockwise, from start to end
+    ZONES = {0: (math.radians(-40.0), math.radians(-110.0)), 1: (math.radians(25.0), math.radians(-25.0)),
+             2: (math.radians(85.0), math.radians(30.0))}
+
+    def __init__(self, env, target=math.radians(100.0), lead=math.radians(15.0), depth=0.004, clearance=0.015,
+                 window=math.radians(35.0), z_push=0.045, z_wait=0.10,
+                 clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
+                 stall_widen=math.radians(15.0)):
+        self.env = env.unwrapped
+        if not isinstance(self.env, AllegroCubeEnv):
+            raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
+        if self.env.config["privileged_obs"]:
+            raise ValueError("ScriptedRotator reads the flat policy observation: use privileged_obs=False")
+        if not target > 0:
+            raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
+        self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
+        self.window, self.stall_steps, self.stall_widen = window, stall_steps, stall_widen
+        self.zones = dict(self.ZONES if zones is None else zones)
+        self.z_push, self.z_wait = z_push, z_wait
+        self.clear_steps, self.approach_steps = clear_steps, approach_steps
+        m = self.env.system.model
+        self._model, self._data = m, m.createData()
+        self._tips = [m.getFrameId(f) for f in ac.TIP_FRAMES]
+        self.reset()
+
+    def reset(self):
+        """Start of an episode: fingers free, joint targets at NOMINAL, rotation count zero."""
+        self.phase = {f: "free" for f in self.ZONES}
+        self.count = {f: 0 for f in self.ZONES}
+        self.q_des = NOMINAL.copy()
+        self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
+        self._q_prev = None
+        self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
+
+    def cube_pose(self, obs):
+        """Cube centre (3,) [m] (world) and orientation (x, y, z, w) from the flat observation and the env's goal."""
+        e = self.env
+        obs = np.asarray(obs, dtype=float)
+        d = obs[35:39] / np.linalg.norm(obs[35:39])
+        return obs[32:35] + e.palm_centre, quat_multiply(quat_conjugate(d), e.goal)
+
+    def _corner_in_zone(self, yaw, finger, widen=0.0):
+        """The edge angle φ [rad] in ``finger``'s zone, or None (zones are narrower than 90°: one edge at most)."""
+        start, end = self.zones[finger][0] + widen, self.zones[finger][1] - widen
+        for k in range(4):
+            phi = math.remainder(yaw + 0.25 * math.pi + 0.5 * k * math.pi - end, 2.0 * math.pi) + end
+            if end <= phi <= start:
+                return phi
+        return None
+
+    def _edge_target(self, centre, phi, behind, outward=0.0):
+        """Fingertip centre (3,) [m] at mid-height ``behind`` [m] back along the clockwise tangent from the edge at
+        angle ``phi`` [rad] of a cube centred at ``centre``, plus ``outward`` [m] radially."""
+        radial = np.array([math.cos(phi), math.sin(phi)])
+        tangent = np.array([math.sin(phi), -math.cos(phi)])
+        half_diag = 0.5 * math.sqrt(2.0) * self.env.params["cube_size"]
+        p = centre[:2] + (half_diag + outward) * radial - behind * tangent
+        return np.array([p[0], p[1], self.z_push])
+
+    def finger_ik(self, finger, target, q_finger, iters=30, damping=1e-4):
+        """Joint angles (4,) [rad] of ``finger`` (0 index … 3 thumb) putting its fingertip sphere centre at
+        ``target`` (world, m), or as near as its joint limits allow: damped least squares from ``q_finger``, the
+        other joints at NOMINAL."""
+        e, m, d = self.env, self._model, self._data
+        js = slice(4 * finger, 4 * finger + 4)
+        q = np.array(e.system.q0, dtype=float)
+        q[e.hand_q] = NOMINAL
+        q[e.hand_q[js]] = q_finger
+        lo, hi = e.q_lower[js], e.q_upper[js]
+        for _ in range(iters):
+            pin.computeJointJacobians(m, d, q)
+            pin.updateFramePlacements(m, d)
+            err = target - d.oMf[self._tips[finger]].translation
+            J = pin.getFrameJacobian(m, d, self._tips[finger], pin.LOCAL_WORLD_ALIGNED)[:3, e.hand_v[js]]
+            q[e.hand_q[js]] = np.clip(q[e.hand_q[js]] + J.T @ np.linalg.solve(J @ J.T + damping * np.eye(3), err),
+                                      lo, hi)
+        return q[e.hand_q[js]]
+
+    def __call__(self, obs):
+        e = self.env
+        centre, q_cube = self.cube_pose(obs)
+        if self._q_prev is not None:
+            self.rotation += yaw_increment(self._q_prev, q_cube)
+        self._q_prev = q_cube
+        yaw = cube_yaw(q_cube)
+        done = -self.rotation >= self.target
+        if abs(self.rotation - self._anchor) > math.radians(1.0):
+            self._still, self._anchor = 0, self.rotation
+        else:
+            self._still += 1
+        stalled = self.stall_steps is not None and self._still >= self.stall_steps
+        q_des = self.q_des.copy()
+        claimed = []  # edges (angles) already pushed by a finger this period
+        for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
+            start = self.zones[f][0]
+            phi = None if done else self._corner_in_zone(yaw, f, self.stall_widen if stalled else 0.0)
+            if phi is not None and any(abs(math.remainder(phi - c, 2.0 * math.pi)) < 0.25 * math.pi for c in claimed):
+                phi = None  # another finger has this edge
+            if phi is not None and self.phase[f] == "free" and phi < start - self.window and not stalled:
+                phi = None  # deep in the zone: wait for the next edge
+            if phi is not None:
+                claimed.append(phi)
+            if phi is None:
+                self.phase[f], self.count[f] = "free", 0
+                wait = start + math.radians(10.0)
+                target = self._edge_target(centre, wait, 0.0, self.R_TIP + self.clearance)
+                target[2] = self.z_wait
+            elif self.phase[f] == "push":
+                target = self._edge_target(centre, phi - self.lead, self.R_TIP - self.depth)
+            elif self.phase[f] == "approach":
+                target = self._edge_target(centre, phi, self.R_TIP + 0.003)
+                self.count[f] += 1
+                if self.count[f] > self.approach_steps:
+                    self.phase[f] = "push"
+            else:  # free -> clear: outside the edge at mid-height
+                target = self._edge_target(centre, phi, self.R_TIP + 0.01, self.clearance)
+                self.count[f] += 1
+                if self.count[f] > self.clear_steps:
+                    self.phase[f], self.count[f] = "approach", 0
+            q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
+        self.q_des = q_des
+        step = (q_des - e.q_target) / e.config["action_scale"]
+        return np.clip(step, -1.0, 1.0).astype(np.float32)
+
+
+def rotation_episode(env, policy, seed, steps=160):
+    """One seeded episode of ``policy`` (e.g. :class:`ScriptedRotator`) on ``env`` for up to ``steps`` control
+    periods, measured on the simulator's true cube state: dict(rotation [rad] about the palm normal at the end
+    (counter-clockwise positive, summed :func:`yaw_increment` per step), max_rotation [rad] (largest |rotation|
+    reached), steps_to_quarter (first step with |rotation| ≥ π/2, or None), dropped (the episode terminated),
+    sim_failure (truncated by the simulator), tilt [rad] (angle of the cube's most vertical axis from world z at
+    the end), steps)."""
+    e = env.unwrapped
+    obs, _ = env.reset(seed=seed)
+    policy.reset()
+    q_prev = e.sim.q[e.cube_q][3:7].copy()
+    rotation, max_rotation, quarter, out = 0.0, 0.0, None, dict(dropped=False, sim_failure=False)
+    k = 0
+    for k in range(1, steps + 1):
+        obs, _, terminated, truncated, info = env.step(policy(obs))
+        q = e.sim.q[e.cube_q][3:7].copy()
+        rotation += yaw_increment(q_prev, q)
+        q_prev = q
+        max_rotation = max(max_rotation, abs(rotation))
+        if quarter is None and max_rotation >= 0.5 * math.pi:
+            quarter = k
+        if terminated or truncated:
+            out.update(dropped=bool(terminated), sim_failure="sim_failure" in info)
+            break
+    R_up = e.sim.body_pose("cube")[1][2]
+    return dict(rotation=rotation, max_rotation=max_rotation, steps_to_quarter=quarter,
+                tilt=math.acos(min(1.0, float(np.max(np.abs(R_up))))), steps=k, **out)

@@ -205,3 +205,25 @@ def test_bad_goal_option_raises(bad):
 def test_bad_task_kwargs_raise(kw):
     with pytest.raises(ValueError, match=next(iter(kw))):
         make(**kw)
+
+
+def test_scripted_rotator_turns_the_cube_a_quarter_turn():
+    """Feasibility (issue 12, short version of benchmarks/allegro_scripted.py): the scripted feedback relay turns
+    the cube ≥ 90° about the palm normal without dropping it, and then leaves it lying flat in the palm."""
+    from cenic_gym.envs.allegro_cube import ScriptedRotator, rotation_episode
+    env = gym.make("CenicAllegro-v0")
+    policy = ScriptedRotator(env)
+    for seed in (118, 126):  # tuning seeds, not the benchmark's 0–19
+        r = rotation_episode(env, policy, seed, steps=100)
+        assert not r["dropped"] and not r["sim_failure"], r
+        assert r["max_rotation"] >= 0.5 * math.pi, r
+        assert r["rotation"] < 0.0  # clockwise, as designed
+        assert r["tilt"] < math.radians(10.0), r  # resting on a face (the thumb's base box tilts it a few degrees)
+
+
+def test_scripted_rotator_rejects_other_envs():
+    from cenic_gym.envs.allegro_cube import ScriptedRotator
+    with pytest.raises(ValueError, match="CenicAllegro"):
+        ScriptedRotator(gym.make("CenicFranka-v0"))
+    with pytest.raises(ValueError, match="target"):
+        ScriptedRotator(gym.make("CenicAllegro-v0"), target=-1.0)

@@ -18,7 +18,8 @@ from .plots import plot_cenic_run
 # env id -> "module:Class" of a scripted (non-learned) policy: Class(env), .reset() after env.reset, __call__(obs)
 SCRIPTED = {"CenicFranka-v0": "cenic_gym.envs.franka_box:ScriptedExpert",
             "CenicSuction-v0": "cenic_gym.envs.suction_pick:ScriptedPicker",
-            "CenicQuadruped-v0": "cenic_gym.envs.quadruped:TrotGait"}
+            "CenicQuadruped-v0": "cenic_gym.envs.quadruped:TrotGait",
+            "CenicAllegro-v0": "cenic_gym.envs.allegro_cube:ScriptedRotator"}
 MAX_DEMO_STEPS = 200
 
 

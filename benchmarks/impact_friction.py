@@ -2,7 +2,7 @@
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/impact_friction.py [--quick] [--no-write]
 
-"Lagged" is the ICF paper's friction bound μ δt f_n(x^n) (``integrator._friction_tol[:] = 0``, what fixed steps
+"Lagged" is the ICF paper's friction bound μ δt f_n(x^n) (``Simulator(..., impact_friction=False)``, what fixed steps
 use); "Coulomb" the default under error control, :func:`cenic_gym.solver.solve_coulomb` (bounds from the step's own
 normal impulses). Two tables:
 

@@ -144,9 +144,7 @@ def roll_time(samples, t_touchdown, thr=2e-3):
 
 
 def run_falling_sphere(eps, t_end=0.16, lagged=False):
-    sim = Simulator(scenes.falling_sphere(height=H, U0=U0, mu=MU), accuracy=eps)
-    if lagged:
-        sim.integrator._friction_tol[:] = 0.0  # plain Lagged bounds (what fixed steps use)
+    sim = Simulator(scenes.falling_sphere(height=H, U0=U0, mu=MU), accuracy=eps, impact_friction=not lagged)
     rec = ImpulseRecorder(sim, body="ball")
     sim.advance_to(t_end)
     t_td = min(r[0] for r in rec.rows if r[2] > 0)  # end of the first step with a normal impulse
@@ -169,6 +167,11 @@ def test_falling_sphere_rolls_at_the_analytic_time():
     v, w = sim.body_velocity("ball")
     assert v[0] == pytest.approx(5 / 7 * U0, rel=2e-3)
     assert w[1] * R == pytest.approx(v[0], rel=2e-3)
+
+
+def test_impact_friction_switch_is_checked():
+    with pytest.raises(TypeError, match="impact_friction"):
+        Simulator(scenes.falling_sphere(), impact_friction="no")
 
 
 def test_lagged_bound_grips_on_landing():
@@ -207,8 +210,7 @@ def test_coulomb_invariant_box_landing_on_an_edge(eps):
     assert rec.sliding_rows() > 20
     assert rec.worst_cone_excess(eps) <= 1.0 + 1e-6
     # the Lagged bound violates it by far on this scene (measured: ~40 ε/w beyond the cone at ε = 1e-4)
-    lag = Simulator(box_on_edge(), accuracy=eps)
-    lag.integrator._friction_tol[:] = 0.0
+    lag = Simulator(box_on_edge(), accuracy=eps, impact_friction=False)  # the public switch to the Lagged bound
     rec_lag = ImpulseRecorder(lag)
     lag.advance_to(0.4)
     assert rec_lag.worst_cone_excess(eps) > 10

@@ -53,6 +53,7 @@ COST_SCENES = [
     ("box on edge", ref.box_on_edge, 0.4, "cube lands on an edge while sliding, tips onto a face"),
     ("go1 drop", lambda: scenes.go1_on_ground(height=0.45, mu=0.8), 1.0, "unactuated Go1 dropped from 45 cm"),
     ("clutter", scenes.clutter, 2.0, "20 boxes / spheres dropped into a bin"),
+    ("sphere clutter", lambda: scenes.clutter(spheres_only=True), 2.0, "the peers' sphere-only clutter"),
 ]
 TROT_STEPS = 50  # env steps (1 s) of the CenicQuadruped-v0 trot
 

@@ -2,8 +2,15 @@
 
     cenic-gym demo [--scene clutter] [--accuracy 1e-3] [--duration 2] [--out cenic_demo.png]
                         simulate a reference scene, print integrator statistics, plot step size and real-time rate
+    cenic-gym demo ENV_ID [--duration S] [--video cenic_demo.mp4] [--out cenic_demo.png]
+                        run an episode of a registered env (scripted policy where the task has one), write an MP4
+                        and the CENIC plots (step size, real-time rate, contact force)
+    cenic-gym work-precision [--scene sphere_drop] [--duration 1] [--out work_precision.png]
+                        error vs cost over the accuracy ε (1e-2, 1e-3, 1e-4) against a tight reference run
     cenic-gym scenes    list the reference scenes
     cenic-gym list | train | eval | bench   envs and training (cenic_gym/train/cli.py)
+    cenic-gym sim2real {accuracy,robustness,export,record,replay,report} ...
+                        sim-to-real evaluation of a policy (cenic_gym/sim2real/cli.py)
     cenic-gym --version print the installed version
 
 Every argument is checked before anything is simulated (argparse exits with status 2 naming the bad value); the
@@ -156,6 +163,10 @@ def _check_out(p, out):
         p.error(f"argument --out: {out!r} is not writable")
 
 
+def _subparser(p, name):
+    return next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)).choices[name]
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="cenic-gym", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -167,29 +178,53 @@ def build_parser():
     d.add_argument("--scene", default="clutter", choices=sorted(SCENES), help="reference scene (default: clutter)")
     d.add_argument("--accuracy", type=_positive(MAX_ACCURACY), default=1e-3,
                    help=f"ε: position error per step [m, rad], in (0, {MAX_ACCURACY:g}] (default: 1e-3)")
-    d.add_argument("--duration", type=_positive(), default=2.0,
-                   help=f"simulated time [s], > 0; sampled in windows of {WINDOW:g} s (default: 2)")
-    d.add_argument("--out", default="cenic_demo.png",
+    d.add_argument("--duration", type=_positive(), default=None,
+                   help=f"simulated time [s], > 0; sampled in windows of {WINDOW:g} s (default: 2; ENV_ID: the "
+                        "episode, at most 200 env steps)")
+    d.add_argument("--out", default=None,
                    help="plot file; its extension sets the format, its folder is created if missing "
                         "(default: cenic_demo.png)")
+    d.add_argument("env", nargs="?", default=None, metavar="ENV_ID",
+                   help="a registered env (e.g. CenicFranka-v0): run an episode and write a video and the plots "
+                        "instead of a reference scene")
+    d.add_argument("--video", default="cenic_demo.mp4", help="MP4 of the ENV_ID demo (default: cenic_demo.mp4)")
+    w = sub.add_parser("work-precision", help="work-precision curve of a reference scene",
+                       description="Simulate a reference scene at ε = 1e-2, 1e-3, 1e-4 and at 1e-6 (the reference); "
+                                   "print and plot wall time per simulated second against the final error.")
+    w.add_argument("--scene", default="sphere_drop", choices=sorted(SCENES), help="reference scene (default: "
+                   "sphere_drop)")
+    w.add_argument("--duration", type=_positive(), default=1.0, help="simulated time [s], > 0 (default: 1)")
+    w.add_argument("--out", default="work_precision.png", help="plot file (default: work_precision.png)")
     sub.add_parser("scenes", help="list the reference scenes")
+    from .sim2real.cli import add_parser as add_sim2real_parser
     from .train.cli import add_subcommands  # list, train, eval, bench
 
     add_subcommands(sub)
+    add_sim2real_parser(sub)  # cenic-gym sim2real {accuracy,robustness,export,record,replay,report}
     return p
 
 
 def main(argv=None):
     p = build_parser()
     a = p.parse_args(argv)
-    if getattr(a, "func", None) is not None:  # subcommands that bring their own handler (cenic_gym/train/cli.py)
+    if getattr(a, "func", None) is not None:  # subcommands with their own handler (train/cli.py, sim2real/cli.py)
         return a.func(a)
     if a.cmd == "scenes":
         for name in SCENES:
             print(f"{name:15s} {DESCRIPTIONS[name]}")
         return 0
-    demo_parser = next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)).choices["demo"]
+    if a.cmd == "work-precision":
+        from .plots import main_work_precision
+
+        return main_work_precision(_subparser(p, "work-precision"), a, SCENES[a.scene], _check_out)
+    demo_parser = _subparser(p, "demo")
+    a.out = "cenic_demo.png" if a.out is None else a.out
     _check_out(demo_parser, a.out)
+    if a.env:
+        from .render_demo import main_env_demo
+
+        return main_env_demo(demo_parser, a)
+    a.duration = 2.0 if a.duration is None else a.duration
     r = run_demo(a.scene, a.accuracy, a.duration, out=a.out)
     st, rates = r.sim.stats, r.rates
     print(f"{a.scene}: {st.sim_time:g} s simulated at accuracy {a.accuracy:g}")

@@ -28,8 +28,17 @@ control_period         task       seconds per env step (``metadata["render_fps"]
 domain_randomization   False      True: the task's ranges; a dict: override some ranges; False: nominal
 obs_noise              0.0        multiplier of the task's per-element observation noise scales
 action_delay           0          control periods between a policy's action and its application
-render_mode            None       rendering lands with its own issue; None only for now
+render_mode            None       None (nothing is built), "rgb_array" (``render()`` returns an RGB image, offscreen,
+                                  no GPU or display needed) or "human" (a live viewer, updated every step)
+render_width           640        image width [px] (rgb_array; 1..4096)
+render_height          480        image height [px]
+camera                 task       dict: lookat [m, world], distance [m], azimuth [deg], elevation [deg], track
+                                  (a joint/body the camera follows, "" for none); given keys override the task's
+viewer                 "auto"     human mode: "mujoco" (window), "meshcat" (browser) or "auto" (window if a display)
 =====================  =========  ==========================================================================
+
+Rendering (:mod:`cenic_gym.render`) draws a MuJoCo visual twin of the system: the robots' visual meshes and our
+collision shapes, posed from the simulator's state. Nothing of it is imported or built while ``render_mode`` is None.
 
 Solver trouble (accuracy not reachable above the minimum step, a failed solve) ends the episode with
 ``truncated=True``, ``info["sim_failure"]`` and the last valid observation; the env then needs a ``reset``.
@@ -48,7 +57,9 @@ from .errors import SimulationError
 from .simulator import SimState, Simulator
 
 COMMON_DEFAULTS = dict(accuracy=1e-3, max_step=None, fixed_step=None, control_period=0.05,
-                       domain_randomization=False, obs_noise=0.0, action_delay=0, render_mode=None)
+                       domain_randomization=False, obs_noise=0.0, action_delay=0, render_mode=None,
+                       render_width=640, render_height=480, viewer="auto")
+RENDER_MODES = ("human", "rgb_array")
 
 
 def merge_config(defaults, overrides, env_name):
@@ -101,16 +112,20 @@ class EnvState:
 class CenicEnv(gym.Env):
     """Base class of the cenic-gym tasks (see the module docstring for the contract)."""
 
-    metadata = {"render_modes": [], "render_fps": 20}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 20}
+    CAMERA: dict = {}  # the task's default camera (keys of cenic_gym.render.Camera)
 
     def __init__(self, **kwargs):
         name = type(self).__name__
-        self.config = merge_config({**COMMON_DEFAULTS, **self.default_config()}, kwargs, name)
+        camera = {"lookat": (0.0, 0.0, 0.0), "distance": 2.0, "azimuth": 90.0, "elevation": -25.0, "track": "",
+                  **self.CAMERA}
+        self.config = merge_config({**COMMON_DEFAULTS, "camera": camera, **self.default_config()}, kwargs, name)
         c = self.config
-        if c["render_mode"] is not None:
-            raise ValueError(f"render_mode={c['render_mode']!r} is not available yet (rendering is a separate issue); "
-                             "use render_mode=None")
-        self.render_mode = None
+        if c["render_mode"] is not None and c["render_mode"] not in RENDER_MODES:
+            raise ValueError(f"render_mode={c['render_mode']!r} is not one of {[None, *RENDER_MODES]}")
+        self.render_mode = c["render_mode"]
+        self._check_render_options()
+        self._viewer = None  # the offscreen twin or live viewer, built on the first render()
         self.control_period = _positive("control_period", c["control_period"])
         if not (isinstance(c["action_delay"], int) and c["action_delay"] >= 0):
             raise ValueError(f"action_delay must be an integer >= 0, got {c['action_delay']!r}")
@@ -183,6 +198,8 @@ class CenicEnv(gym.Env):
         self._steps = 0
         obs = self._noisy(self._observe())
         self._last_obs = obs
+        if self.render_mode == "human":
+            self.render()
         return obs, {"is_success": False, "sim": _sim_info(None)}
 
     def step(self, action):
@@ -208,6 +225,8 @@ class CenicEnv(gym.Env):
         obs = self._noisy(obs)
         self._last_obs = obs
         info = {"is_success": success, "sim": _sim_info(stats), **{f"reward/{k}": float(v) for k, v in terms.items()}}
+        if self.render_mode == "human":
+            self.render()
         return obs, reward, bool(self._terminated()), False, info
 
     def _check_action(self, action):
@@ -231,6 +250,50 @@ class CenicEnv(gym.Env):
         if level > 0:
             obs = obs + level * np.asarray(self._obs_noise_scale()) * self.np_random.normal(size=obs.shape)
         return obs.astype(np.float32)
+
+    # -- rendering -----------------------------------------------------------------------------------------------
+    def _check_render_options(self):
+        """Validate render_width/height, camera and viewer without importing a renderer (ValueError naming them)."""
+        from .render import VIEWERS, Camera, check_size
+
+        c = self.config
+        check_size(c["render_width"], c["render_height"])
+        Camera.from_config(c["camera"])
+        if c["viewer"] not in VIEWERS:
+            raise ValueError(f"viewer={c['viewer']!r} is not one of {VIEWERS}")
+
+    def render(self):
+        """render_mode "rgb_array": the current scene as a (render_height, render_width, 3) uint8 RGB array;
+        "human": update the live viewer (returns None); None: a warning, returns None (Gymnasium's convention)."""
+        if self.render_mode is None:
+            gym.logger.warn(f"{type(self).__name__}.render() called with render_mode=None; pass render_mode="
+                            "'rgb_array' or 'human' to gymnasium.make")
+            return None
+        from . import render as rd
+
+        c = self.config
+        if self._viewer is None:
+            if self.render_mode == "rgb_array":
+                self._viewer = rd.VisualTwin(self.sim.system, c["render_width"], c["render_height"],
+                                             rd.Camera.from_config(c["camera"]))
+            else:
+                self._viewer = rd.make_viewer(self.sim.system, c["viewer"], rd.Camera.from_config(c["camera"]))
+        shapes = [self.sim.geometry_shape(i) for i in range(len(self.sim.system.geometries))]
+        if self.render_mode == "rgb_array":
+            return self._viewer.render(self.sim.q, shapes)
+        self._viewer.show(self.sim.q, shapes)
+        return None
+
+    def close(self):
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None
+        super().close()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_viewer"] = None  # GL contexts and viewer connections stay in their process; rebuilt on demand
+        return state
 
     # -- state ---------------------------------------------------------------------------------------------------
     def get_state(self) -> EnvState:

@@ -226,6 +226,9 @@ class AllegroCubeEnv(CenicEnv):
     | randomization         | above        | ranges of domain randomization                                 |
     | privileged_obs        | False        | Dict observation with a critic part                            |
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).
@@ -237,6 +240,8 @@ class AllegroCubeEnv(CenicEnv):
     @staticmethod
     def default_config():
         return default_config()
+
+    CAMERA = dict(lookat=(-0.05, 0.0, 0.05), distance=0.55, azimuth=150.0, elevation=-35.0)  # render default
 
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}

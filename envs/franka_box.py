@@ -153,6 +153,9 @@ class FrankaBoxEnv(CenicEnv):
     fixed_step, control_period, domain_randomization, obs_noise, action_delay, render_mode) and every key of
     :func:`default_config`. ``reset(options=...)`` accepts ``box_pose`` (x, y, yaw) and ``target_xy`` (x, y).
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).
@@ -163,6 +166,8 @@ class FrankaBoxEnv(CenicEnv):
     @staticmethod
     def default_config():
         return default_config()
+
+    CAMERA = dict(lookat=(0.3, -0.1, 0.25), distance=1.4, azimuth=215.0, elevation=-25.0)  # render default
 
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}

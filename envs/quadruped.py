@@ -245,6 +245,9 @@ class QuadrupedEnv(CenicEnv):
 
     Terrain is blind: the observation has no height scan (add one with a wrapper if the policy needs it).
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).
@@ -256,6 +259,9 @@ class QuadrupedEnv(CenicEnv):
     @staticmethod
     def default_config():
         return default_config()
+
+    # render default: follows the base
+    CAMERA = dict(lookat=(0.0, 0.0, 0.0), distance=1.6, azimuth=130.0, elevation=-20.0, track=gc.BASE_JOINT)
 
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}

@@ -167,6 +167,9 @@ class SuctionPickEnv(CenicEnv):
     True: evaluated explicitly at the step start, as most simulators do — CENIC Fig. 13b). ``reset(options=...)``
     accepts ``target_pose`` (x, y, yaw) and ``tote_xy`` (x, y).
 
+    Rendering (:mod:`cenic_gym.render`): ``render_mode`` "rgb_array" or "human", ``render_width``,
+    ``render_height`` [px], ``camera`` (default: the class's ``CAMERA``), ``viewer``.
+
     ## Version History
 
     - v0: initial version (cenic-gym 0.1).
@@ -177,6 +180,8 @@ class SuctionPickEnv(CenicEnv):
     @staticmethod
     def default_config():
         return default_config()
+
+    CAMERA = dict(lookat=(0.1, 0.15, 0.15), distance=1.1, azimuth=120.0, elevation=-30.0)  # render default
 
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}
@@ -270,11 +275,7 @@ class SuctionPickEnv(CenicEnv):
             if pose is None:  # no room: park it in a corner of the table, out of the way
                 pose = (-0.38, -0.38 + 0.12 * i, 0.0, sizes[i, 0], sizes[i, 1])
             poses.append(pose)
-        (u0, u1), (v0, v1) = c["tote_region"]
-        if "tote_xy" in options:
-            ux, uy = _floats(options["tote_xy"], 2, "tote_xy")
-        else:
-            ux, uy = rng.uniform(u0, u1), rng.uniform(v0, v1)
+        poses, (ux, uy) = self._place_tote(poses, options)
         params = randomize(c, rng)
         q = sim.q
         for i, name in enumerate(self.box_names):
@@ -300,6 +301,43 @@ class SuctionPickEnv(CenicEnv):
         self.start_z = 0.5 * sizes[0, 2]
         self.attached = False
         self.events = dict(attach_event=False, release_event=False)
+
+    def _place_tote(self, poses, options):
+        """The tote's centre (x, y) [m] clear of every box footprint in ``poses`` (1 cm clearance), and ``poses``
+        with any distractor that the tote would overlap moved clear of it. Uniform in ``tote_region`` by rejection
+        (only a draw that overlaps a box is redrawn); ``options["tote_xy"]`` places it, and is an error when it
+        overlaps the target. Boxes never start inside or under the tote's walls."""
+        c, rng = self.config, self.np_random
+        (u0, u1), (v0, v1) = c["tote_region"]
+        ix, iy = c["tote_inner"]
+        lx, ly = ix + 2 * c["tote_wall"], iy + 2 * c["tote_wall"]
+        if "tote_xy" in options:
+            ux, uy = _floats(options["tote_xy"], 2, "tote_xy")
+            if _overlap((ux, uy, 0.0, lx, ly), poses[0], 0.01):
+                raise ValueError(f"reset options: tote_xy={(ux, uy)} puts the tote over the target box at "
+                                 f"{tuple(round(v, 4) for v in poses[0][:3])} (x, y, yaw)")
+        else:
+            for _ in range(200):
+                ux, uy = rng.uniform(u0, u1), rng.uniform(v0, v1)
+                if not any(_overlap((ux, uy, 0.0, lx, ly), p, 0.01) for p in poses):
+                    break
+            else:  # the target and its neighbours leave no room: keep the last draw, clear the distractors below
+                if _overlap((ux, uy, 0.0, lx, ly), poses[0], 0.01):
+                    raise RuntimeError(f"no tote place in tote_region={c['tote_region']} clear of the target box")
+        tote = (ux, uy, 0.0, lx, ly)
+        (x0, x1), (y0, y1) = c["box_region"]
+        placed = [poses[0]]
+        for i, pose in enumerate(poses[1:], start=1):
+            if _overlap(tote, pose, 0.01):
+                pose = (-0.38, -0.38 + 0.12 * i, 0.0, pose[3], pose[4])  # the corner parking of _reset_task
+                for _ in range(200):
+                    cand = (rng.uniform(x0 - 0.1, x1), rng.uniform(y0, y1), rng.uniform(-math.pi, math.pi),
+                            pose[3], pose[4])
+                    if not any(_overlap(cand, p, 0.01) for p in [*placed, tote]):
+                        pose = cand
+                        break
+            placed.append(pose)
+        return placed, (ux, uy)
 
     def _apply_action(self, action):
         c = self.config

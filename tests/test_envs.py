@@ -135,7 +135,7 @@ def test_bad_actions_raise_and_leave_the_state_unchanged(env_id, bad, text):
     (dict(no_such_option=1), "no_such_option"), (dict(accuracy=0.0), "accuracy"), (dict(accuracy=-1.0), "accuracy"),
     (dict(control_period=0.0), "control_period"), (dict(action_delay=-1), "action_delay"),
     (dict(obs_noise=-0.1), "obs_noise"), (dict(domain_randomization="yes"), "domain_randomization"),
-    (dict(render_mode="rgb_array"), "render_mode"), (dict(accuracy="high"), "accuracy"),
+    (dict(render_mode="rgb"), "render_mode"), (dict(render_width=0), "render_width"), (dict(accuracy="high"), "accuracy"),
 ])
 def test_bad_kwargs_raise_naming_the_value(env_id, kwargs, text):
     with pytest.raises(ValueError, match=text):

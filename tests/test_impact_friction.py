@@ -128,11 +128,12 @@ class ImpulseRecorder:
 
 
 def roll_time(samples, t_touchdown, thr=2e-3):
-    """First step end with slip ≤ thr; within the step, the zero of the line through the two previous (sliding,
-    post-touchdown) samples, where there are such (the discrete slip decreases linearly while sliding)."""
+    """First step end at or after touchdown with slip ≤ thr (at touchdown itself: the grip-on-landing artefact, skid
+    0); within the step, the zero of the line through the two previous (sliding, post-touchdown) samples, where there
+    are such (the discrete slip decreases linearly while sliding)."""
     for j in range(1, len(samples)):
         t, s = samples[j]
-        if s <= thr < samples[j - 1][1] and t > t_touchdown:
+        if s <= thr < samples[j - 1][1] and t >= t_touchdown:
             if j >= 2 and samples[j - 2][0] > t_touchdown and samples[j - 2][1] > thr:
                 (t1, s1), (t2, s2) = samples[j - 2], samples[j - 1]
                 slope = (s2 - s1) / (t2 - t1)

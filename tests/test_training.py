@@ -40,7 +40,7 @@ def test_sb3_ppo_smoke(ray_local, tmp_path):
     names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
     assert names == ["model_1024_steps.zip", "model_2048_steps.zip", "model_vecnormalize_1024_steps.pkl",
                      "model_vecnormalize_2048_steps.pkl"]  # the PPO config normalizes observations
-    assert (tmp_path / "vecnormalize.pkl").is_file()
+    assert (tmp_path / "model.vecnormalize.pkl").is_file()  # <stem>.vecnormalize.pkl, as cenic_gym.sim2real reads
     ev = np.load(tmp_path / "eval" / "evaluations.npz")
     assert list(ev["timesteps"]) == [1024, 2048] and np.all(np.isfinite(ev["results"]))
     result = evaluate(path, episodes=2)

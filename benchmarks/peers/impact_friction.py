@@ -125,6 +125,18 @@ def table(rows):
     return "\n".join(out)
 
 
+def verdict(rows):
+    """One sentence per engine: the skid it shows over the ε range, read off the rows (no hard-coded claim)."""
+    out = []
+    for engine in dict.fromkeys(r["engine"] for r in rows):
+        skids = [(r["eps"], 1e3 * (r["t_roll"] - r["t_td"])) for r in rows if r["engine"] == engine]
+        shown = ", ".join(f"{'–' if math.isnan(k) else f'{k:.2f}'} ms at {e:.0e}" for e, k in skids)
+        grips = [e for e, k in skids if not math.isnan(k) and k < 0.1 * 1e3 * ref.SKID]
+        out.append(f"- {engine}: skid {shown}" + (f"; grips on landing (skid < 10 % of the analytic {1e3 * ref.SKID:.2f} "
+                                                  f"ms) at ε = {', '.join(f'{e:.0e}' for e in grips)}." if grips else "."))
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-write", action="store_true")
@@ -145,6 +157,7 @@ def main(argv=None):
         print(table(rows[-3 if have_drake else -2:]).split("\n", 2)[-1], flush=True)
     text = table(rows)
     print(text)
+    print(verdict(rows))
     if args.no_write or not have_drake:
         return
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -157,6 +170,8 @@ Falling sphere of ICF Fig. 5: analytic touchdown {ref.T_TD:.5f} s, release → r
 {1e3 * ref.SKID:.2f} ms. A skid near 0 ms is the grip-on-landing artefact of the Lagged friction bound (issue 10).
 
 {text}
+
+{verdict(rows)}
 """
     RESULTS.write_text(replace_marked_section(RESULTS.read_text(), "impact-friction-peers", body,
                                               heading="## Peers: Coulomb's law at impacts (issue 10)"))

@@ -1,0 +1,227 @@
+"""``cenic-gym sim2real ...``: the evaluation toolkit on the command line (registered by :func:`add_parser`).
+
+    cenic-gym sim2real accuracy   --policy scripted [--env CenicFranka-v0] [--episodes 5]
+    cenic-gym sim2real robustness --policy ppo.zip  [--families gain friction] [--log episodes.jsonl]
+    cenic-gym sim2real export     ppo.zip --out exported/            (ONNX + TorchScript, checked to 1e-5)
+    cenic-gym sim2real record     --policy scripted --out log.csv    (a log made by our simulator)
+    cenic-gym sim2real replay     log.csv [--accuracy 1e-5] [--plot replay.png]
+    cenic-gym sim2real report     --policy scripted --out report/ [--log log.csv]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+DEFAULT_ENV = "CenicFranka-v0"
+
+
+def _positive(text):
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return x
+
+
+def _count(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return n
+
+
+def _env_kwargs(text):
+    """argparse type: a JSON object of env options, e.g. '{"task": "reach"}'."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object of env options, got {text!r}: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object of env options, got {text!r}")
+    return value
+
+
+def _common(p, policy=True):
+    p.add_argument("--env", default=DEFAULT_ENV, help=f"env id (default: {DEFAULT_ENV})")
+    p.add_argument("--env-kwargs", type=_env_kwargs, default={}, help="env options as JSON, e.g. "
+                   "'{\"domain_randomization\": true}' (the sweeps set accuracy / fixed_step themselves)")
+    if policy:
+        p.add_argument("--policy", required=True,
+                       help="'scripted', an SB3 .zip, an RLlib checkpoint folder, an .onnx or a .pt")
+        p.add_argument("--episodes", type=_count, default=5, help="seeded episodes per setting (default 5)")
+        p.add_argument("--max-steps", type=_count, default=None, help="cut episodes at this many steps")
+
+
+def add_parser(subparsers):
+    """Add the ``sim2real`` command (with its subcommands) to an argparse subparsers object; each parsed namespace
+    carries ``func(args) -> exit status``."""
+    top = subparsers.add_parser("sim2real", help="sim-to-real evaluation of a policy (accuracy, robustness, export, "
+                                                 "log replay, report)", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="sim2real_cmd", required=True)
+
+    a = sub.add_parser("accuracy", help="success and final-state divergence vs ε and fixed δt")
+    _common(a)
+    a.add_argument("--accuracies", type=_positive, nargs="+", default=None, help="ε values (default 1e-1 … 1e-5)")
+    a.add_argument("--fixed-steps", type=_positive, nargs="+", default=None, help="δt values [s]")
+    a.add_argument("--plot", default=None, help="write the accuracy plot (PNG) here")
+    a.set_defaults(func=_accuracy)
+
+    r = sub.add_parser("robustness", help="success-rate curves under perturbations")
+    _common(r)
+    r.add_argument("--families", nargs="+", default=None, help="families (default: all)")
+    r.add_argument("--log", default=None, help="write every episode (seed, perturbation, outcome) as JSON lines")
+    r.add_argument("--plot", default=None, help="write the curves (PNG) here")
+    r.set_defaults(func=_robustness)
+
+    e = sub.add_parser("export", help="SB3 / RLlib policy -> ONNX + TorchScript, normalization folded in, checked")
+    e.add_argument("model", help="SB3 .zip (its <stem>.vecnormalize.pkl is folded in when present) or an RLlib "
+                                 "checkpoint folder (its obs_normalization.npz folded in when present)")
+    e.add_argument("--out", required=True, help="output folder")
+    e.add_argument("--env", default=DEFAULT_ENV, help="env whose observations the check uses")
+    e.add_argument("--tol", type=_positive, default=1e-5, help="largest allowed action difference (default 1e-5)")
+    e.set_defaults(func=_export)
+
+    rec = sub.add_parser("record", help="record a log (documented format) of a policy in our simulator")
+    _common(rec, policy=False)
+    rec.add_argument("--policy", required=True)
+    rec.add_argument("--seed", type=int, default=0)
+    rec.add_argument("--accuracy", type=_positive, default=1e-5)
+    rec.add_argument("--max-steps", type=_count, default=None)
+    rec.add_argument("--out", required=True, help="log file (.csv or .npz)")
+    rec.set_defaults(func=_record)
+
+    rp = sub.add_parser("replay", help="replay a robot log's commands; tracking error over time")
+    _common(rp, policy=False)
+    rp.add_argument("log", help="log file (.csv or .npz; format: cenic_gym.sim2real.replay)")
+    rp.add_argument("--accuracy", type=_positive, default=1e-3)
+    rp.add_argument("--fixed-step", type=_positive, default=None)
+    rp.add_argument("--plot", default=None, help="write the tracking-error plot (PNG) here")
+    rp.set_defaults(func=_replay)
+
+    rep = sub.add_parser("report", help="accuracy + robustness (+ replay) report: Markdown and PNGs")
+    _common(rep)
+    rep.add_argument("--out", required=True, help="report folder")
+    rep.add_argument("--log", default=None, help="also replay this robot log")
+    rep.add_argument("--accuracies", type=_positive, nargs="+", default=None)
+    rep.add_argument("--fixed-steps", type=_positive, nargs="+", default=None)
+    rep.add_argument("--families", nargs="+", default=None)
+    rep.set_defaults(func=_report)
+    return top
+
+
+def _families(names):
+    from .robustness import FAMILIES
+
+    if names is None:
+        return None
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        raise SystemExit(f"cenic-gym sim2real: unknown families {unknown}; choose from {list(FAMILIES)}")
+    return {n: FAMILIES[n] for n in names}
+
+
+def _progress(*parts):
+    *label, s = parts
+    print(f"  {' '.join(str(x) for x in label)}: success {100 * s['success_rate']:.0f} %, return "
+          f"{s['mean_return']:.1f} ({s['wall_s']:.1f} s)", flush=True)
+
+
+def _accuracy(a):
+    from .accuracy import accuracy_sweep, sweep_table
+    from .policy import load_policy
+
+    kw = {k: v for k, v in (("accuracies", a.accuracies), ("fixed_steps", a.fixed_steps)) if v is not None}
+    sweep = accuracy_sweep(a.env, load_policy(a.policy, a.env), range(a.episodes), max_steps=a.max_steps,
+                           env_kwargs=a.env_kwargs, progress=_progress, **kw)
+    print(sweep_table(sweep))
+    if a.plot:
+        from .report import plot_accuracy
+
+        plot_accuracy(sweep, a.plot)
+    return 0
+
+
+def _robustness(a):
+    from .policy import load_policy
+    from .robustness import robustness_sweep, robustness_table
+
+    policy = load_policy(a.policy, a.env)
+    res = robustness_sweep(a.env, policy, range(a.episodes), families=_families(a.families), max_steps=a.max_steps,
+                           env_kwargs=a.env_kwargs, progress=_progress)
+    print(robustness_table(res))
+    if a.log:
+        with open(a.log, "w") as f:
+            for fam in res.values():
+                for level, eps in zip(fam.levels, fam.episodes):
+                    for e in eps:
+                        f.write(json.dumps(dict(family=fam.family, level=level, **e.row())) + "\n")
+    if a.plot:
+        from .report import plot_robustness
+
+        plot_robustness(res, policy.name, a.env, a.plot)
+    return 0
+
+
+def _export(a):
+    from .export import export_policy
+
+    for path, err in export_policy(a.model, a.out, a.env, tol=a.tol).items():
+        print(f"{path}: reproduces the original actions to {err:.2e} (tol {a.tol:g})")
+    return 0
+
+
+def _record(a):
+    from .policy import load_policy
+    from .replay import record_log
+    from .rollout import make_env
+
+    log = record_log(make_env(a.env, **{**a.env_kwargs, "accuracy": a.accuracy}), load_policy(a.policy, a.env),
+                     a.seed, a.max_steps)
+    log.save(a.out)
+    print(f"{a.out}: {len(log.t)} rows, joints {list(log.joints)}, objects {list(log.poses)}")
+    return 0
+
+
+def _replay(a):
+    from .replay import LogError, replay
+    from .report import plot_replay, replay_table
+
+    try:
+        res = replay(a.env, a.log, accuracy=a.accuracy, fixed_step=a.fixed_step, env_kwargs=a.env_kwargs)
+    except LogError as e:
+        raise SystemExit(f"cenic-gym sim2real replay: {e}") from None
+    print(replay_table([res]))
+    if a.plot:
+        plot_replay(res, a.plot)
+    return 0
+
+
+def _report(a):
+    from .policy import load_policy
+    from .report import write_report
+
+    kw = {k: v for k, v in (("accuracies", a.accuracies), ("fixed_steps", a.fixed_steps)) if v is not None}
+    path = write_report(a.env, load_policy(a.policy, a.env), a.out, list(range(a.episodes)),
+                        families=_families(a.families), max_steps=a.max_steps, log=a.log, env_kwargs=a.env_kwargs,
+                        progress=lambda *p: _progress(*p), **kw)
+    print(f"report written to {path}")
+    return 0
+
+
+def main(argv=None):
+    """``python -m cenic_gym.sim2real.cli ...`` (the same as ``cenic-gym sim2real ...``)."""
+    p = argparse.ArgumentParser(prog="cenic-gym")
+    add_parser(p.add_subparsers(dest="cmd", required=True))
+    a = p.parse_args(argv)
+    return a.func(a)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -40,7 +40,7 @@ def test_sb3_ppo_smoke(ray_local, tmp_path):
     names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
     assert names == ["model_1024_steps.zip", "model_2048_steps.zip", "model_vecnormalize_1024_steps.pkl",
                      "model_vecnormalize_2048_steps.pkl"]  # the PPO config normalizes observations
-    assert (tmp_path / "vecnormalize.pkl").is_file()
+    assert (tmp_path / "model.vecnormalize.pkl").is_file()  # <stem>.vecnormalize.pkl, as cenic_gym.sim2real reads
     ev = np.load(tmp_path / "eval" / "evaluations.npz")
     assert list(ev["timesteps"]) == [1024, 2048] and np.all(np.isfinite(ev["results"]))
     result = evaluate(path, episodes=2)
@@ -122,3 +122,14 @@ def test_train_api_errors(tmp_path):
         train("CenicFranka-v0", overrides={"lr": 1.0})
     with pytest.raises(FileNotFoundError, match=r"no run.json beside or above"):
         evaluate(tmp_path / "not_a_run")
+
+
+def test_cli_train_then_eval(tmp_path, capsys):
+    """`cenic-gym train` (in process, the config's PPO, one rollout) then `cenic-gym eval` of its final model."""
+    out = tmp_path / "run"
+    assert cli.main(["train", "CenicFranka-v0", "--algo", "ppo", "--steps", "256", "--num-envs", "1",
+                     "--out", str(out), "--no-progress"]) == 0
+    assert f"final checkpoint: {out / 'model.zip'}" in capsys.readouterr().out
+    assert cli.main(["eval", str(out / "model.zip"), "--episodes", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "1 episodes: return" in text and ("success rate 0.00" in text or "success rate 1.00" in text)

@@ -101,11 +101,13 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
 
 
 def normalizer_path(checkpoint) -> Path:
-    """Where the observation-normalization statistics of an SB3 checkpoint are (``model.zip`` ->
-    ``vecnormalize.pkl``; ``model_<n>_steps.zip`` -> ``model_vecnormalize_<n>_steps.pkl``, SB3's name)."""
+    """Where the observation-normalization statistics of an SB3 checkpoint are: ``<stem>.vecnormalize.pkl`` beside
+    it (the final ``model.zip``; what ``cenic_gym.sim2real`` loads too), else SB3's checkpoint name
+    (``model_<n>_steps.zip`` -> ``model_vecnormalize_<n>_steps.pkl``)."""
     p = Path(checkpoint)
-    if p.name == MODEL_FILE:
-        return p.with_name("vecnormalize.pkl")
+    beside = p.with_name(p.stem + ".vecnormalize.pkl")
+    if beside.is_file() or not p.name.startswith("model_"):
+        return beside
     return p.with_name(p.name.replace("model_", "model_vecnormalize_", 1)).with_suffix(".pkl")
 
 

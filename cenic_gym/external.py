@@ -14,7 +14,8 @@ and the law τ_i = clamp(d_i − C_i v_i, ±e_i) enters the convex problem as an
 kept (the curl condition of ICF); a negative entry gives C_ii = 0, i.e. the explicit τ ≈ g̃(v^n) for that DOF.
 
 Derivatives are forward differences by default (CENIC §V-C, Drake's recipe: Δv_i = √eps · max(1, |v_i|));
-a system may override :meth:`ExternalSystem.linearize` with an exact form (the joint PD and PID controllers do).
+a system may override :meth:`ExternalSystem.linearize` with an exact form (the joint PD, PID and
+inverse-dynamics PD controllers and the suction gripper do).
 With ``implicit=False`` a system is treated explicitly, as most simulators do: C = 0, d = g(z^n, x^n) and
 z^{n+1} = z^n + δt h(z^n, x^n) (explicit Euler) — for comparisons (CENIC Fig. 12, 13).
 
@@ -351,7 +352,8 @@ class JointPID(JointPD):
 class InverseDynamicsPD(JointController):
     """Inverse-dynamics (computed-torque) PD (CENIC §VII-D1): τ = M(q) v̇_d + k(q, v) on ``dofs`` with
     v̇_d = a_ff + K_p (q_d − q) + K_d (v_d − v) on those DOFs and 0 elsewhere. Nonlinear and coupled: linearized
-    by forward differences (only diag(−∂τ/∂v) ≈ M_ii (K_d + δt K_p) enters C). Effort limits from the model.
+    exactly from the RNEA derivatives (:meth:`linearize`; only diag(−∂τ/∂v) ≈ M_ii (K_d + δt K_p) enters C).
+    Effort limits from the model.
 
     Keeping only the diagonal makes the off-diagonal part M_ij v̇_d,j explicit: at very high gains the step is
     a Jacobi iteration on M and diverges when ρ(diag(M)⁻¹ offdiag(M)) > 1 (steps then shrink). The bare
@@ -371,11 +373,37 @@ class InverseDynamicsPD(JointController):
 
     a_ff = property(lambda self: self.targets["a_ff"], lambda self, value: self.set_target(a_ff=value))
 
-    def output(self, t, z, q, v):
+    def _acceleration(self, t, q, v):
+        """v̇_d (nv,) [rad/s², m/s²] at time t: a_ff + K_p (q_d − q) + K_d (v_d − v) on ``dofs``, 0 elsewhere."""
         q_d, v_d, a_ff = self.setpoints(t)
         a = np.zeros(self.model.nv)
         a[self.dofs] = a_ff + self.kp * (q_d - q[self.qidx]) + self.kd * (v_d - v[self.dofs])
-        return pin.rnea(self.model, self.data, q, v, a)[self.dofs]
+        return a
+
+    def output(self, t, z, q, v):
+        return pin.rnea(self.model, self.data, q, v, self._acceleration(t, q, v))[self.dofs]
+
+    def linearize(self, t, z, q, v, dt, qtilde):
+        """Exact CENIC eq. 26–29 from one ``pin.computeRNEADerivatives`` at (q̃ = q ⊕ δt v, v, v̇_d): with
+        g̃(v) = τ(q̃(v), v, v̇_d(q̃(v), v)) and 1-DOF joints (∂q̃_i/∂v_i = δt, no other q̃ entry moves),
+
+            −∂g̃_i/∂v_i = −δt ∂τ_i/∂q_i − ∂τ_i/∂v_i + M_ii (K_d,i + δt K_p,i)   (i in ``dofs``),
+
+        C = max(0, that), d = g̃(v) + C v on ``dofs``. Replaces 1 + len(dofs) RNEA evaluations of forward
+        differences (the base class; still used with ``implicit=False``)."""
+        if not self.implicit:
+            return super().linearize(t, z, q, v, dt, qtilde)
+        t1 = t + dt  # the law at the end of the step (x̃^{n+1}), as in the base class
+        q0 = qtilde(v)
+        a = self._acceleration(t1, q0, v)
+        d = self.data
+        pin.computeRNEADerivatives(self.model, d, q0, v, a)
+        i = self.dofs
+        g0 = d.tau[i]
+        c = -dt * d.dtau_dq[i, i] - d.dtau_dv[i, i] + d.M[i, i] * (self.kd + dt * self.kp)
+        np.maximum(c, 0.0, out=c)
+        b = g0 + c * v[i]
+        return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
 
 
 def _q_indices(system, dofs):

@@ -50,7 +50,8 @@ COMMAND = "python benchmarks/env_throughput.py"
 MODES = [("ε = 1e-2", dict(accuracy=1e-2)), ("ε = 1e-3", dict(accuracy=1e-3)), ("ε = 1e-4", dict(accuracy=1e-4)),
          ("fixed 0.01", dict(fixed_step=0.01))]
 SCRIPTED = {"CenicFranka-v0": "cenic_gym.envs.franka_box:ScriptedExpert",
-            "CenicSuction-v0": "cenic_gym.envs.suction_pick:ScriptedPicker"}  # id -> policy class (env) -> callable
+            "CenicSuction-v0": "cenic_gym.envs.suction_pick:ScriptedPicker",
+            "CenicQuadruped-v0": "cenic_gym.envs.quadruped:TrotGait"}  # id -> policy class (env) -> callable
 TARGET = ("CenicFranka-v0", "ε = 1e-3", 400.0)  # issue 11: >= 400 env steps/s (20x real time) at ε = 1e-3
 PHASES = ("wall_geometry", "wall_dynamics", "wall_solver", "wall_total")
 

@@ -248,8 +248,12 @@ class JointController(ExternalSystem):
 
     def setpoints(self, t):
         """(q_d, v_d, feed-forward) at time t [s]."""
-        n = self.dofs.shape[0]
-        return tuple(_evaluate(self.targets[k], t, n, k) for k in ("q_d", "v_d", self.FEEDFORWARD))
+        g = self.targets
+        q_d, v_d, ff = g["q_d"], g["v_d"], g[self.FEEDFORWARD]
+        if callable(q_d) or callable(v_d) or callable(ff):
+            n = self.dofs.shape[0]
+            return _evaluate(q_d, t, n, "q_d"), _evaluate(v_d, t, n, "v_d"), _evaluate(ff, t, n, self.FEEDFORWARD)
+        return q_d, v_d, ff
 
     q_d = property(lambda self: self.targets["q_d"], lambda self, value: self.set_target(q_d=value))
     v_d = property(lambda self: self.targets["v_d"], lambda self, value: self.set_target(v_d=value))
@@ -440,34 +444,54 @@ class ExternalSystems:
         self.nz = int(self.offsets[-1])
         self.nv = nv
         self.last_bounds = [(0, 0)] * len(self.systems)  # each system's slice of the last gain pool
+        self._slices = [(s, int(a), int(b)) for s, a, b in zip(self.systems, self.offsets[:-1], self.offsets[1:])]
+        self._Z0, self._bz0 = np.zeros((0, nv)), np.zeros(0)  # the state update without states (never written)
 
     def initial_state(self):
         return np.concatenate([np.asarray(s.initial_state(), dtype=float) for s in self.systems]) if self.nz else \
             np.zeros(0)
 
     def linearize(self, t, z, q, v, dt, qtilde):
-        """Gain pool (idx, c, b, e) of all systems and the implicit state update (Z (nz, nv), b_z)."""
-        parts = []
-        Z = np.zeros((self.nz, self.nv))
-        bz = np.zeros(self.nz)
-        for s, a, b in zip(self.systems, self.offsets[:-1], self.offsets[1:]):
-            lin = s.linearize(t, z[a:b], q, v, dt, qtilde)
-            if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
-                raise FloatingPointError(
-                    f"{type(s).__name__} gave a non-finite linearization at t={t:.6g} s (C={lin.c!r}, d={lin.b!r}, "
-                    f"b_z={lin.bz!r}): check its output/dynamics for NaN or inf")
-            parts.append(lin)
-            if b > a:
-                Z[a:b] = lin.Z
-                bz[a:b] = lin.bz
-        ends = np.cumsum([0] + [p.idx.shape[0] for p in parts])
-        self.last_bounds = list(zip(ends[:-1].tolist(), ends[1:].tolist()))
-        if not parts:
-            return (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)), Z, bz
-        gains = (np.concatenate([p.idx for p in parts]).astype(np.int64),
-                 np.concatenate([p.c for p in parts]).astype(float),
-                 np.concatenate([p.b for p in parts]).astype(float),
-                 np.concatenate([p.e for p in parts]).astype(float))
+        """Gain pool (idx, c, b, e) of all systems and the implicit state update (Z (nz, nv), b_z). Called for
+        every convex solve, so it stays lean: one finiteness check over the pool (the offending system is looked
+        up only on failure) and no state-update arrays to fill when no system has a state."""
+        systems = self.systems
+        if self.nz:
+            lins = [s.linearize(t, z[a:b], q, v, dt, qtilde) for s, a, b in self._slices]
+        else:
+            lins = [s.linearize(t, z, q, v, dt, qtilde) for s in systems]
+        if not lins:
+            self.last_bounds = []
+            return (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)), self._Z0, self._bz0
+        if len(lins) == 1:
+            p = lins[0]
+            gains = (np.array(p.idx, dtype=np.int64), np.array(p.c, dtype=float), np.array(p.b, dtype=float),
+                     np.array(p.e, dtype=float))
+        else:
+            gains = (np.concatenate([p.idx for p in lins]).astype(np.int64, copy=False),
+                     np.concatenate([p.c for p in lins]).astype(float, copy=False),
+                     np.concatenate([p.b for p in lins]).astype(float, copy=False),
+                     np.concatenate([p.e for p in lins]).astype(float, copy=False))
+        if self.nz:
+            Z = np.zeros((self.nz, self.nv))
+            bz = np.zeros(self.nz)
+            for lin, (_, a, b) in zip(lins, self._slices):
+                if b > a:
+                    Z[a:b] = lin.Z
+                    bz[a:b] = lin.bz
+        else:
+            Z, bz = self._Z0, self._bz0
+        if not (np.isfinite(gains[1]).all() and np.isfinite(gains[2]).all() and np.isfinite(bz).all()):
+            for s, lin in zip(systems, lins):
+                if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
+                    raise FloatingPointError(
+                        f"{type(s).__name__} gave a non-finite linearization at t={t:.6g} s (C={lin.c!r}, "
+                        f"d={lin.b!r}, b_z={lin.bz!r}): check its output/dynamics for NaN or inf")
+        bounds, k = [], 0
+        for p in lins:
+            bounds.append((k, k + p.idx.shape[0]))
+            k += p.idx.shape[0]
+        self.last_bounds = bounds
         return gains, Z, bz
 
     def outputs(self, t, z, q, v):

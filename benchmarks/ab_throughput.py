@@ -102,8 +102,8 @@ def main():
     cases = args.case or DEFAULT_CASES
     for c in cases:
         parse_case(c)
-    print(f"| case | before env steps/s | after env steps/s | after / before | attempts / step before → after | "
-          f"rejected / step before → after | max abs Δ final obs |\n|---|---|---|---|---|---|---|", flush=True)
+    print("| case | before env steps/s | after env steps/s | after / before | attempts / step before → after | "
+          "rejected / step before → after | max abs Δ final obs |\n|---|---|---|---|---|---|---|", flush=True)
     for case in cases:
         res = {"before": [], "after": []}
         for k in range(args.rounds):

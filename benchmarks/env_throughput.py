@@ -213,7 +213,8 @@ def main():
             sps = r["steps"] / r["step_wall"]
             target_lines.append(
                 f"{r['env']} {r['policy']} {sps:.0f} env steps/s ({r['sim_time'] / r['step_wall']:.1f}× real time; "
-                f"target {tsteps:.0f}): " + ("meets" if sps >= tsteps else f"misses ({100 * sps / tsteps:.0f} % of it)"))
+                f"target {tsteps:.0f}): "
+                + ("meets" if sps >= tsteps else f"misses ({100 * sps / tsteps:.0f} % of it)"))
     command = COMMAND + (f" --steps {args.steps}" if args.steps != 1000 else "") + \
         (f" --resets {args.resets}" if args.resets != 20 else "") + \
         (f" --repeats {args.repeats}" if args.repeats != 3 else "")

@@ -9,7 +9,9 @@ tree's code and once with the older tree's ``ExternalSystems.linearize`` / ``Joi
 ``InverseDynamicsPD.linearize`` (loaded from its ``cenic_gym/external.py`` and bound to the same objects), the two
 alternating ``--rounds`` times (best of each; the machine is shared). Prints µs per call for both, their ratio, and
 the largest relative difference of the gain pool (C, d) between the two (forward differences against exact
-derivatives: ~1e-7).
+derivatives: ~1e-7). With ``--env-steps N``: also whole env steps/s of N seeded random-action steps (from
+``reset(seed=1)``), older and this tree's linearization alternating in the same process, best of ``--rounds``
+each (the env layer is this tree's in both).
 """
 from __future__ import annotations
 
@@ -74,8 +76,11 @@ def main():
     ap.add_argument("before", help="a tree holding the older cenic_gym/external.py")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--env-steps", type=int, default=0,
+                    help="also time this many random-action env steps per run, before vs after alternating")
     args = ap.parse_args()
     old = load_old(args.before)
+    steps_rows = []
     print("| env | external systems | before [µs per solve] | after [µs per solve] | after / before | "
           "max rel. Δ (C, d) |\n|---|---|---|---|---|---|")
     for env_id in sorted(k for k in gym.registry if k.startswith("Cenic")):
@@ -104,8 +109,34 @@ def main():
                   for x, y in zip(new_pool[1:3], old_pool[1:3]))
         names = ", ".join(type(s).__name__ for s in es.systems)
         print(f"| {env_id} | {names} | {1e6 * b:.1f} | {1e6 * a:.1f} | {a / b:.2f} | {rel:.1e} |", flush=True)
+        if args.env_steps:
+            rate = {"before": [], "after": []}
+            for k in range(args.rounds):
+                for which in (("before", "after") if k % 2 == 0 else ("after", "before")):
+                    env.reset(seed=1)
+                    env.action_space.seed(1)
+                    actions = [env.action_space.sample() for _ in range(args.env_steps)]
+                    with Patched(old) if which == "before" else _Nothing():
+                        t0 = time.perf_counter()
+                        for a_ in actions:
+                            env.step(a_)
+                        rate[which].append(args.env_steps / (time.perf_counter() - t0))
+            sb, sa = max(rate["before"]), max(rate["after"])
+            steps_rows.append(f"| {env_id} | {sb:.0f} | {sa:.0f} | {sa / sb:.2f} |")
         env.close()
+    if steps_rows:
+        print(f"\nWhole env steps (random actions, {args.env_steps} per run, best of {args.rounds}):\n\n"
+              "| env | before env steps/s | after env steps/s | after / before |\n|---|---|---|---|")
+        print("\n".join(steps_rows))
     return 0
+
+
+class _Nothing:
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        pass
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ joint 1, finger 2 coupled) while an inverse-dynamics PD controller, τ = M(q) v�
 v̇_d = a_ff + K_p (q_d − q) + K_d (v_d − v) with K_p = K_d, drives the 7 arm joints between two set-points 30 cm
 apart (2 s minimum-jerk move + 0.5 s hold, alternating every 2.5 s) for 10 s at ε = {ACCURACY:g}, δt_max = 0.1 s.
 The set-points are evaluated inside the controller at the end of each step, so nothing forces the step size but
-accuracy. Implicit: the controller is linearized for every convex solve by forward differences and its diagonal
+accuracy. Implicit: the controller is linearized for every convex solve (RNEA derivatives) and its diagonal
 enters the convex problem (CENIC eq. 29); explicit (`implicit=False`): τ = g(x^n) over the step. "Model limits"
 keeps the URDF effort limits (87 N m joints 1–4, 12 N m joints 5–7) as effort-limited gain constraints; "limits
 off" removes them (as in the paper's figure, where saturation does not cap the stiffness). The arm has 0.1 kg m²
@@ -274,8 +274,8 @@ armature, {rho_bare:.3f} bare — the implicit diagonal treatment of a coupled c
 of M(K_d + δt K_p) and is stable at unbounded gain only when this is < 1.
 
 Columns: `wall` = wall time of `advance_to(10)` (a stopped run: until the budget ran out); `geom / dyn /
-solver+ctrl` = `Simulator.stats` wall_geometry / wall_dynamics / wall_solver (the controller's forward-difference
-linearization, 8 `pin.rnea` calls per convex solve, is timed inside wall_solver); `final |q − q_d|` = largest arm
+solver+ctrl` = `Simulator.stats` wall_geometry / wall_dynamics / wall_solver (the controller's linearization,
+one `pin.computeRNEADerivatives` per convex solve, is timed inside wall_solver); `final |q − q_d|` = largest arm
 joint error at the end (after a 0.5 s hold); `max |q − q_d|` = largest error seen at any linearization (incl.
 rejected attempts; K_p = K_d makes the closed loop's slow pole −K_p/K_d = −1 s⁻¹, so errors after saturation
 decay slowly); `box slip in hand` = change of the box position in the tool frame over the run; `box held` = both

@@ -229,6 +229,20 @@ class CenicEnv(gym.Env):
             self.render()
         return obs, reward, bool(self._terminated()), False, info
 
+    def _per_state(self, key, compute):
+        """``compute()`` once per simulator state, memoized under ``key`` (observation, reward terms, ``evaluate()``
+        and termination of one env step all read the same poses and contacts). The memo is keyed on the identity
+        of the integrator's q and v arrays, which every accepted step, ``set_state`` and ``restore`` replace (never
+        write), and on t. Callers must not modify what it returns."""
+        it = self.sim.integrator
+        memo = self.__dict__.get("_state_memo")
+        if memo is None or memo[0] is not it.q or memo[1] is not it.v or memo[2] != it.t:
+            memo = self._state_memo = (it.q, it.v, it.t, {})
+        values = memo[3]
+        if key not in values:
+            values[key] = compute()
+        return values[key]
+
     def _check_action(self, action):
         try:
             a = np.asarray(action, dtype=np.float64)

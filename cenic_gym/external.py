@@ -14,7 +14,8 @@ and the law τ_i = clamp(d_i − C_i v_i, ±e_i) enters the convex problem as an
 kept (the curl condition of ICF); a negative entry gives C_ii = 0, i.e. the explicit τ ≈ g̃(v^n) for that DOF.
 
 Derivatives are forward differences by default (CENIC §V-C, Drake's recipe: Δv_i = √eps · max(1, |v_i|));
-a system may override :meth:`ExternalSystem.linearize` with an exact form (the joint PD and PID controllers do).
+a system may override :meth:`ExternalSystem.linearize` with an exact form (the joint PD, PID and
+inverse-dynamics PD controllers and the suction gripper do).
 With ``implicit=False`` a system is treated explicitly, as most simulators do: C = 0, d = g(z^n, x^n) and
 z^{n+1} = z^n + δt h(z^n, x^n) (explicit Euler) — for comparisons (CENIC Fig. 12, 13).
 
@@ -247,8 +248,12 @@ class JointController(ExternalSystem):
 
     def setpoints(self, t):
         """(q_d, v_d, feed-forward) at time t [s]."""
-        n = self.dofs.shape[0]
-        return tuple(_evaluate(self.targets[k], t, n, k) for k in ("q_d", "v_d", self.FEEDFORWARD))
+        g = self.targets
+        q_d, v_d, ff = g["q_d"], g["v_d"], g[self.FEEDFORWARD]
+        if callable(q_d) or callable(v_d) or callable(ff):
+            n = self.dofs.shape[0]
+            return _evaluate(q_d, t, n, "q_d"), _evaluate(v_d, t, n, "v_d"), _evaluate(ff, t, n, self.FEEDFORWARD)
+        return q_d, v_d, ff
 
     q_d = property(lambda self: self.targets["q_d"], lambda self, value: self.set_target(q_d=value))
     v_d = property(lambda self: self.targets["v_d"], lambda self, value: self.set_target(v_d=value))
@@ -351,7 +356,8 @@ class JointPID(JointPD):
 class InverseDynamicsPD(JointController):
     """Inverse-dynamics (computed-torque) PD (CENIC §VII-D1): τ = M(q) v̇_d + k(q, v) on ``dofs`` with
     v̇_d = a_ff + K_p (q_d − q) + K_d (v_d − v) on those DOFs and 0 elsewhere. Nonlinear and coupled: linearized
-    by forward differences (only diag(−∂τ/∂v) ≈ M_ii (K_d + δt K_p) enters C). Effort limits from the model.
+    exactly from the RNEA derivatives (:meth:`linearize`; only diag(−∂τ/∂v) ≈ M_ii (K_d + δt K_p) enters C).
+    Effort limits from the model.
 
     Keeping only the diagonal makes the off-diagonal part M_ij v̇_d,j explicit: at very high gains the step is
     a Jacobi iteration on M and diverges when ρ(diag(M)⁻¹ offdiag(M)) > 1 (steps then shrink). The bare
@@ -371,11 +377,37 @@ class InverseDynamicsPD(JointController):
 
     a_ff = property(lambda self: self.targets["a_ff"], lambda self, value: self.set_target(a_ff=value))
 
-    def output(self, t, z, q, v):
+    def _acceleration(self, t, q, v):
+        """v̇_d (nv,) [rad/s², m/s²] at time t: a_ff + K_p (q_d − q) + K_d (v_d − v) on ``dofs``, 0 elsewhere."""
         q_d, v_d, a_ff = self.setpoints(t)
         a = np.zeros(self.model.nv)
         a[self.dofs] = a_ff + self.kp * (q_d - q[self.qidx]) + self.kd * (v_d - v[self.dofs])
-        return pin.rnea(self.model, self.data, q, v, a)[self.dofs]
+        return a
+
+    def output(self, t, z, q, v):
+        return pin.rnea(self.model, self.data, q, v, self._acceleration(t, q, v))[self.dofs]
+
+    def linearize(self, t, z, q, v, dt, qtilde):
+        """Exact CENIC eq. 26–29 from one ``pin.computeRNEADerivatives`` at (q̃ = q ⊕ δt v, v, v̇_d): with
+        g̃(v) = τ(q̃(v), v, v̇_d(q̃(v), v)) and 1-DOF joints (∂q̃_i/∂v_i = δt, no other q̃ entry moves),
+
+            −∂g̃_i/∂v_i = −δt ∂τ_i/∂q_i − ∂τ_i/∂v_i + M_ii (K_d,i + δt K_p,i)   (i in ``dofs``),
+
+        C = max(0, that), d = g̃(v) + C v on ``dofs``. Replaces 1 + len(dofs) RNEA evaluations of forward
+        differences (the base class; still used with ``implicit=False``)."""
+        if not self.implicit:
+            return super().linearize(t, z, q, v, dt, qtilde)
+        t1 = t + dt  # the law at the end of the step (x̃^{n+1}), as in the base class
+        q0 = qtilde(v)
+        a = self._acceleration(t1, q0, v)
+        d = self.data
+        pin.computeRNEADerivatives(self.model, d, q0, v, a)
+        i = self.dofs
+        g0 = d.tau[i]
+        c = -dt * d.dtau_dq[i, i] - d.dtau_dv[i, i] + d.M[i, i] * (self.kd + dt * self.kp)
+        np.maximum(c, 0.0, out=c)
+        b = g0 + c * v[i]
+        return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
 
 
 def _q_indices(system, dofs):
@@ -412,34 +444,54 @@ class ExternalSystems:
         self.nz = int(self.offsets[-1])
         self.nv = nv
         self.last_bounds = [(0, 0)] * len(self.systems)  # each system's slice of the last gain pool
+        self._slices = [(s, int(a), int(b)) for s, a, b in zip(self.systems, self.offsets[:-1], self.offsets[1:])]
+        self._Z0, self._bz0 = np.zeros((0, nv)), np.zeros(0)  # the state update without states (never written)
 
     def initial_state(self):
         return np.concatenate([np.asarray(s.initial_state(), dtype=float) for s in self.systems]) if self.nz else \
             np.zeros(0)
 
     def linearize(self, t, z, q, v, dt, qtilde):
-        """Gain pool (idx, c, b, e) of all systems and the implicit state update (Z (nz, nv), b_z)."""
-        parts = []
-        Z = np.zeros((self.nz, self.nv))
-        bz = np.zeros(self.nz)
-        for s, a, b in zip(self.systems, self.offsets[:-1], self.offsets[1:]):
-            lin = s.linearize(t, z[a:b], q, v, dt, qtilde)
-            if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
-                raise FloatingPointError(
-                    f"{type(s).__name__} gave a non-finite linearization at t={t:.6g} s (C={lin.c!r}, d={lin.b!r}, "
-                    f"b_z={lin.bz!r}): check its output/dynamics for NaN or inf")
-            parts.append(lin)
-            if b > a:
-                Z[a:b] = lin.Z
-                bz[a:b] = lin.bz
-        ends = np.cumsum([0] + [p.idx.shape[0] for p in parts])
-        self.last_bounds = list(zip(ends[:-1].tolist(), ends[1:].tolist()))
-        if not parts:
-            return (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)), Z, bz
-        gains = (np.concatenate([p.idx for p in parts]).astype(np.int64),
-                 np.concatenate([p.c for p in parts]).astype(float),
-                 np.concatenate([p.b for p in parts]).astype(float),
-                 np.concatenate([p.e for p in parts]).astype(float))
+        """Gain pool (idx, c, b, e) of all systems and the implicit state update (Z (nz, nv), b_z). Called for
+        every convex solve, so it stays lean: one finiteness check over the pool (the offending system is looked
+        up only on failure) and no state-update arrays to fill when no system has a state."""
+        systems = self.systems
+        if self.nz:
+            lins = [s.linearize(t, z[a:b], q, v, dt, qtilde) for s, a, b in self._slices]
+        else:
+            lins = [s.linearize(t, z, q, v, dt, qtilde) for s in systems]
+        if not lins:
+            self.last_bounds = []
+            return (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)), self._Z0, self._bz0
+        if len(lins) == 1:
+            p = lins[0]
+            gains = (np.array(p.idx, dtype=np.int64), np.array(p.c, dtype=float), np.array(p.b, dtype=float),
+                     np.array(p.e, dtype=float))
+        else:
+            gains = (np.concatenate([p.idx for p in lins]).astype(np.int64, copy=False),
+                     np.concatenate([p.c for p in lins]).astype(float, copy=False),
+                     np.concatenate([p.b for p in lins]).astype(float, copy=False),
+                     np.concatenate([p.e for p in lins]).astype(float, copy=False))
+        if self.nz:
+            Z = np.zeros((self.nz, self.nv))
+            bz = np.zeros(self.nz)
+            for lin, (_, a, b) in zip(lins, self._slices):
+                if b > a:
+                    Z[a:b] = lin.Z
+                    bz[a:b] = lin.bz
+        else:
+            Z, bz = self._Z0, self._bz0
+        if not (np.isfinite(gains[1]).all() and np.isfinite(gains[2]).all() and np.isfinite(bz).all()):
+            for s, lin in zip(systems, lins):
+                if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
+                    raise FloatingPointError(
+                        f"{type(s).__name__} gave a non-finite linearization at t={t:.6g} s (C={lin.c!r}, "
+                        f"d={lin.b!r}, b_z={lin.bz!r}): check its output/dynamics for NaN or inf")
+        bounds, k = [], 0
+        for p in lins:
+            bounds.append((k, k + p.idx.shape[0]))
+            k += p.idx.shape[0]
+        self.last_bounds = bounds
         return gains, Z, bz
 
     def outputs(self, t, z, q, v):

@@ -285,7 +285,10 @@ class FrankaBoxEnv(CenicEnv):
 
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _state(self):
-        """Named quantities of the current state (world frame)."""
+        """Named quantities of the current state (world frame); computed once per simulator state."""
+        return self._per_state("state", self._compute_state)
+
+    def _compute_state(self):
         sim = self.sim
         q, v = sim.q, sim.v
         p_tcp, R_tcp = sim.body_pose(pc.TCP)
@@ -312,7 +315,10 @@ class FrankaBoxEnv(CenicEnv):
 
     # -- contacts, reward, success -------------------------------------------------------------------------------
     def _contacts(self):
-        """(left finger touches box, right finger touches box, hand or finger touches table)."""
+        """(left finger touches box, right finger touches box, hand or finger touches table); once per state."""
+        return self._per_state("contacts", self._compute_contacts)
+
+    def _compute_contacts(self):
         cr = self.sim.contact_results()
         pairs = set(zip(cr.geom_a.tolist(), cr.geom_b.tolist()))
         pairs |= {(b, a) for a, b in pairs}

@@ -360,6 +360,10 @@ class SuctionPickEnv(CenicEnv):
 
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _state(self):
+        """Named quantities of the current state (world frame); computed once per simulator state."""
+        return self._per_state("state", self._compute_state)
+
+    def _compute_state(self):
         sim = self.sim
         p_tool, R_tool = sim.body_pose(sc.TOOL)
         v_tool, w_tool = sim.body_velocity(sc.TOOL)

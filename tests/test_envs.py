@@ -282,3 +282,26 @@ def test_scripted_expert_succeeds_under_domain_randomization():
     for _ in range(200):
         obs, r, term, trunc, info = env.step(expert(obs))
     assert info["is_success"], u.evaluate()
+
+
+def test_per_state_memo_follows_the_simulator_state():
+    """The env layer computes poses/contacts once per simulator state (``CenicEnv._per_state``): the same object
+    within a state, fresh values after a step, ``sim.set_state`` and ``set_state`` (restore)."""
+    env = gym.make("CenicFranka-v0")
+    env.reset(seed=0)
+    u = env.unwrapped
+    s0 = u._state()
+    assert u._state() is s0 and u._contacts() is u._contacts()
+    snap = u.get_state()
+    env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+    s1 = u._state()
+    assert s1 is not s0 and not np.array_equal(s1["q"], s0["q"])
+    q = u.sim.q
+    q[u.arm_q[0]] += 0.1
+    u.sim.set_state(q=q)
+    s2 = u._state()
+    assert s2["q"][u.arm_q[0]] == pytest.approx(s1["q"][u.arm_q[0]] + 0.1)
+    assert not np.array_equal(s2["p_tcp"], s1["p_tcp"])
+    u.set_state(snap)
+    np.testing.assert_array_equal(u._state()["p_tcp"], s0["p_tcp"])
+    np.testing.assert_array_equal(u._state()["q"], s0["q"])

@@ -141,6 +141,37 @@ def test_forward_difference_linearization_matches_the_exact_pd():
     np.testing.assert_allclose(generic.b, exact.b, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("robot", ["panda", "go1"])
+@pytest.mark.parametrize("dt", [1e-4, 1e-2, 5e-2])
+def test_inverse_dynamics_pd_exact_linearization_matches_forward_differences(robot, dt):
+    """InverseDynamicsPD.linearize (one RNEA-derivatives call, CENIC eq. 26–29 exactly) agrees with the generic
+    forward differences of the base class to their truncation error, on a fixed-base arm and on a floating base
+    (q̃ = q ⊕ δt v through the free flyer), with time-varying set-points and a feed-forward acceleration."""
+    from cenic_gym.external import PiecewiseLinear
+
+    b = SceneBuilder()
+    b.add_robot(robot, name="r")
+    sys = b.build()
+    dofs, qidx = sys.robot_v_indices("r"), sys.robot_q_indices("r")  # all 1-DOF joints (a free base excluded)
+    n = dofs.shape[0]
+    rng = np.random.default_rng(3)
+    qd = PiecewiseLinear([0.0, 1.0], [sys.q0[qidx], sys.q0[qidx] + 0.2])
+    ctrl = InverseDynamicsPD(sys, dofs, kp=rng.uniform(50, 400, n), kd=rng.uniform(5, 40, n), q_d=qd,
+                             v_d=rng.normal(size=n), a_ff=rng.normal(size=n))
+    q = sys.q0.copy()
+    q[qidx] += 0.2 * rng.normal(size=n)
+    v = rng.normal(size=sys.nv)
+    sim = Simulator(sys, external=[ctrl])
+    qt = lambda vv: sim.integrator._integrate(q, vv, dt)  # noqa: E731
+    exact = ctrl.linearize(0.3, np.zeros(0), q, v, dt, qt)
+    generic = ExternalSystem.linearize(ctrl, 0.3, np.zeros(0), q, v, dt, qt)
+    assert np.all(exact.c > 0)
+    np.testing.assert_allclose(exact.c, generic.c, rtol=2e-6)
+    np.testing.assert_allclose(exact.b, generic.b, rtol=2e-6, atol=1e-6 * np.abs(generic.b).max())
+    np.testing.assert_array_equal(exact.idx, dofs)
+    assert exact.Z.shape == (0, sys.nv) and exact.bz.shape == (0,)
+
+
 def test_go1_stands_under_joint_pd():
     sys = scenes.go1_on_ground()
     qi = sys.robot_q_indices("go1")

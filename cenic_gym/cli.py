@@ -125,8 +125,8 @@ def _plot(history, times, rates, accuracy, scene, out):
     plt.close(fig)
 
 
-def _positive(upper=None):
-    """argparse type: a finite float > 0 (and <= upper)."""
+def positive_number(upper=None):
+    """argparse type: a finite float > 0 (and <= upper). Shared by every cenic-gym subcommand."""
 
     def parse(text):
         try:
@@ -138,6 +138,21 @@ def _positive(upper=None):
         if upper is not None and x > upper:
             raise argparse.ArgumentTypeError(f"must be <= {upper:g}, got {text!r}")
         return x
+
+    return parse
+
+
+def integer_at_least(minimum):
+    """argparse type: a whole number >= minimum. Shared by every cenic-gym subcommand."""
+
+    def parse(text):
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return n
 
     return parse
 
@@ -176,9 +191,9 @@ def build_parser():
                                    "timed run (a throwaway warm-up run loads the compiled kernels first) and plot "
                                    "step size and real-time rate over simulated time.")
     d.add_argument("--scene", default="clutter", choices=sorted(SCENES), help="reference scene (default: clutter)")
-    d.add_argument("--accuracy", type=_positive(MAX_ACCURACY), default=1e-3,
+    d.add_argument("--accuracy", type=positive_number(MAX_ACCURACY), default=1e-3,
                    help=f"ε: position error per step [m, rad], in (0, {MAX_ACCURACY:g}] (default: 1e-3)")
-    d.add_argument("--duration", type=_positive(), default=None,
+    d.add_argument("--duration", type=positive_number(), default=None,
                    help=f"simulated time [s], > 0; sampled in windows of {WINDOW:g} s (default: 2; ENV_ID: the "
                         "episode, at most 200 env steps)")
     d.add_argument("--out", default=None,
@@ -193,7 +208,7 @@ def build_parser():
                                    "print and plot wall time per simulated second against the final error.")
     w.add_argument("--scene", default="sphere_drop", choices=sorted(SCENES), help="reference scene (default: "
                    "sphere_drop)")
-    w.add_argument("--duration", type=_positive(), default=1.0, help="simulated time [s], > 0 (default: 1)")
+    w.add_argument("--duration", type=positive_number(), default=1.0, help="simulated time [s], > 0 (default: 1)")
     w.add_argument("--out", default="work_precision.png", help="plot file (default: work_precision.png)")
     sub.add_parser("scenes", help="list the reference scenes")
     from .sim2real.cli import add_parser as add_sim2real_parser

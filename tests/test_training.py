@@ -17,15 +17,6 @@ pytest.importorskip("stable_baselines3")
 SHORT = {"max_episode_steps": 50}
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    if started:
-        ray.shutdown()
-
 
 def _tb_events(folder):
     return list(folder.rglob("events.out.tfevents.*"))

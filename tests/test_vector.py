@@ -20,15 +20,6 @@ EPISODE = 4  # env steps per episode (max_episode_steps): several autoresets in 
 N = 4
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    if started:
-        ray.shutdown()
-
 
 def _make():
     return gym.make(ENV, max_episode_steps=EPISODE)

@@ -11,29 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+
+from ..cli import integer_at_least, positive_number
 
 DEFAULT_ENV = "CenicFranka-v0"
-
-
-def _positive(text):
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(x) and x > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return x
-
-
-def _count(text):
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return n
 
 
 def _env_kwargs(text):
@@ -54,8 +35,8 @@ def _common(p, policy=True):
     if policy:
         p.add_argument("--policy", required=True,
                        help="'scripted', an SB3 .zip, an RLlib checkpoint folder, an .onnx or a .pt")
-        p.add_argument("--episodes", type=_count, default=5, help="seeded episodes per setting (default 5)")
-        p.add_argument("--max-steps", type=_count, default=None, help="cut episodes at this many steps")
+        p.add_argument("--episodes", type=integer_at_least(1), default=5, help="seeded episodes per setting (default 5)")
+        p.add_argument("--max-steps", type=integer_at_least(1), default=None, help="cut episodes at this many steps")
 
 
 def add_parser(subparsers):
@@ -68,8 +49,8 @@ def add_parser(subparsers):
 
     a = sub.add_parser("accuracy", help="success and final-state divergence vs ε and fixed δt")
     _common(a)
-    a.add_argument("--accuracies", type=_positive, nargs="+", default=None, help="ε values (default 1e-1 … 1e-5)")
-    a.add_argument("--fixed-steps", type=_positive, nargs="+", default=None, help="δt values [s]")
+    a.add_argument("--accuracies", type=positive_number(), nargs="+", default=None, help="ε values (default 1e-1 … 1e-5)")
+    a.add_argument("--fixed-steps", type=positive_number(), nargs="+", default=None, help="δt values [s]")
     a.add_argument("--plot", default=None, help="write the accuracy plot (PNG) here")
     a.set_defaults(func=_accuracy)
 
@@ -85,23 +66,23 @@ def add_parser(subparsers):
                                  "checkpoint folder (its obs_normalization.npz folded in when present)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--env", default=DEFAULT_ENV, help="env whose observations the check uses")
-    e.add_argument("--tol", type=_positive, default=1e-5, help="largest allowed action difference (default 1e-5)")
+    e.add_argument("--tol", type=positive_number(), default=1e-5, help="largest allowed action difference (default 1e-5)")
     e.set_defaults(func=_export)
 
     rec = sub.add_parser("record", help="record a log (documented format) of a policy in our simulator")
     _common(rec, policy=False)
     rec.add_argument("--policy", required=True)
     rec.add_argument("--seed", type=int, default=0)
-    rec.add_argument("--accuracy", type=_positive, default=1e-5)
-    rec.add_argument("--max-steps", type=_count, default=None)
+    rec.add_argument("--accuracy", type=positive_number(), default=1e-5)
+    rec.add_argument("--max-steps", type=integer_at_least(1), default=None)
     rec.add_argument("--out", required=True, help="log file (.csv or .npz)")
     rec.set_defaults(func=_record)
 
     rp = sub.add_parser("replay", help="replay a robot log's commands; tracking error over time")
     _common(rp, policy=False)
     rp.add_argument("log", help="log file (.csv or .npz; format: cenic_gym.sim2real.replay)")
-    rp.add_argument("--accuracy", type=_positive, default=1e-3)
-    rp.add_argument("--fixed-step", type=_positive, default=None)
+    rp.add_argument("--accuracy", type=positive_number(), default=1e-3)
+    rp.add_argument("--fixed-step", type=positive_number(), default=None)
     rp.add_argument("--plot", default=None, help="write the tracking-error plot (PNG) here")
     rp.set_defaults(func=_replay)
 
@@ -109,8 +90,8 @@ def add_parser(subparsers):
     _common(rep)
     rep.add_argument("--out", required=True, help="report folder")
     rep.add_argument("--log", default=None, help="also replay this robot log")
-    rep.add_argument("--accuracies", type=_positive, nargs="+", default=None)
-    rep.add_argument("--fixed-steps", type=_positive, nargs="+", default=None)
+    rep.add_argument("--accuracies", type=positive_number(), nargs="+", default=None)
+    rep.add_argument("--fixed-steps", type=positive_number(), nargs="+", default=None)
     rep.add_argument("--families", nargs="+", default=None)
     rep.set_defaults(func=_report)
     return top

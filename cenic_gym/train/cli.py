@@ -17,6 +17,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
+from ..cli import integer_at_least
 from .configs import ALGOS, BACKENDS, CONFIGS
 
 
@@ -56,26 +57,6 @@ def bench(env_id, steps=200, seed=0, env_kwargs=None):
     env.close()
     return dict(steps_per_s=steps / wall, realtime_factor=sim_time / wall, substeps_per_step=substeps / steps,
                 wall_s=wall)
-
-
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return v
-
-
-def _count(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return v
 
 
 def _list(a):
@@ -131,10 +112,10 @@ def add_subcommands(sub):
     p.add_argument("env", choices=sorted(CONFIGS), metavar="ENV", help=f"one of {', '.join(sorted(CONFIGS))}")
     p.add_argument("--algo", choices=ALGOS, default="ppo", help="ppo or sac (default: ppo)")
     p.add_argument("--backend", choices=BACKENDS, default="sb3", help="sb3 or rllib (default: sb3)")
-    p.add_argument("--workers", type=_count, default=0,
+    p.add_argument("--workers", type=integer_at_least(0), default=0,
                    help="Ray actors / env runners, one CPU each (0: step the envs in this process; default 0)")
-    p.add_argument("--steps", type=_positive_int, default=None, help="env steps (default: the config's)")
-    p.add_argument("--num-envs", type=_positive_int, default=None, help="sub-envs (default: the config's)")
+    p.add_argument("--steps", type=integer_at_least(1), default=None, help="env steps (default: the config's)")
+    p.add_argument("--num-envs", type=integer_at_least(1), default=None, help="sub-envs (default: the config's)")
     p.add_argument("--out", default=None, help="run folder (default: runs/ENV_ALGO_BACKEND)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from a checkpoint of this run")
@@ -145,13 +126,13 @@ def add_subcommands(sub):
 
     p = sub.add_parser("eval", help="evaluate a training checkpoint: return and success rate over episodes")
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="an SB3 .zip or an RLlib checkpoint folder of a run")
-    p.add_argument("--episodes", type=_positive_int, default=10)
+    p.add_argument("--episodes", type=integer_at_least(1), default=10)
     p.add_argument("--seed", type=int, default=0, help="episode k is reset with seed + k")
     p.set_defaults(func=_eval, parser=p)
 
     p = sub.add_parser("bench", help="env steps/s with random actions (one process, one thread)")
     p.add_argument("env", choices=ids, metavar="ENV", help=f"one of {', '.join(ids)}")
-    p.add_argument("--steps", type=_positive_int, default=200)
+    p.add_argument("--steps", type=integer_at_least(1), default=200)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_bench, parser=p)
     return sub

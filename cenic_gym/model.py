@@ -90,6 +90,14 @@ def _vec3(value, name):
     return a
 
 
+def matrix_to_quat_xyzw(R):
+    """Unit quaternion (x, y, z, w) (4,) of a rotation matrix R (3, 3), by Eigen's conversion: bit for bit what
+    ``pin.Quaternion(R).coeffs()`` gives. Use this, not ``pin.Quaternion(R)``: that constructor leaks 80 bytes of
+    native memory per call (eigenpy 3.13 / pinocchio 4.1; repro: benchmarks/upstream_quaternion_leak.py), which an
+    env observing a pose every step turns into ~0.2 MB per 1000 steps (benchmarks/memory_growth.py)."""
+    return pin.SE3ToXYZQUAT(pin.SE3(np.asarray(R, dtype=np.float64), np.zeros(3)))[3:]
+
+
 def _rotation(rotation, name="rotation"):
     """Rotation matrix (3, 3) of ``rotation``: None (identity), a rotation matrix (3, 3), roll-pitch-yaw (3,) [rad]
     or a quaternion (x, y, z, w) (4,) of any non-zero norm (it is normalized). Non-finite values, a zero quaternion
@@ -775,7 +783,7 @@ class SceneBuilder:
             _check_inertia(inertia.mass, inertia.inertia, f"body {name!r}")
             _vec3(inertia.lever, f"body {name!r}: centre of mass of the inertia")
         R = _rotation(rotation)  # validate everything before touching the model
-        q0 = np.concatenate([_vec3(position, "position"), pin.Quaternion(R).coeffs()])  # quaternion x, y, z, w
+        q0 = np.concatenate([_vec3(position, "position"), matrix_to_quat_xyzw(R)])  # quaternion x, y, z, w
         v0 = np.concatenate([_vec3(velocity, "velocity"), R.T @ _vec3(angular_velocity, "angular_velocity")])
         jid = self.model.addJoint(0, free_body_joint(), pin.SE3.Identity(), name)
         self.model.appendBodyToJoint(jid, inertia, pin.SE3.Identity())

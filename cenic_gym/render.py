@@ -25,7 +25,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import CenicError
-from .model import Box, Capsule, ConvexMesh, Cylinder, HalfSpace, Sphere
+from .model import Box, Capsule, ConvexMesh, Cylinder, HalfSpace, Sphere, matrix_to_quat_xyzw
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 640, 480  # [px]
 MAX_SIZE = 4096  # [px] largest width or height of an offscreen frame
@@ -266,7 +266,7 @@ def import_mujoco():
 
 
 def _quat_wxyz(R):
-    x, y, z, w = pin.Quaternion(R).coeffs()
+    x, y, z, w = matrix_to_quat_xyzw(R)
     return np.array([w, x, y, z])
 
 

@@ -13,6 +13,7 @@ from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, InverseDynamicsPD, JointPD, SceneBuilder
 from cenic_gym.env import CenicEnv
+from cenic_gym.model import matrix_to_quat_xyzw
 from cenic_gym.scenes import min_jerk, panda_ik
 
 from . import panda_constants as pc
@@ -67,7 +68,7 @@ def randomize(config, rng):
 
 def quat_xyzw(R):
     """Unit quaternion (x, y, z, w) of a rotation matrix, with w ≥ 0 (one of the two signs, for observations)."""
-    q = pin.Quaternion(np.asarray(R)).coeffs().copy()
+    q = matrix_to_quat_xyzw(R)
     return -q if q[3] < 0 else q
 
 
@@ -248,7 +249,7 @@ class FrankaBoxEnv(CenicEnv):
         q = sim.q
         q[self.arm_q] = np.clip(pc.HOME + rng.uniform(-c["home_noise"], c["home_noise"], 7), self.arm_lower,
                                 self.arm_upper)
-        quat = pin.Quaternion(pin.utils.rpyToMatrix(0.0, 0.0, yaw)).coeffs()
+        quat = matrix_to_quat_xyzw(pin.utils.rpyToMatrix(0.0, 0.0, yaw))
         q[self.box_q] = np.concatenate([[bx, by, self.rest_z], quat])
         sim.set_state(q=q, v=np.zeros(self.system.nv))
         self.arm.set_target(q_d=q[self.arm_q], v_d=0.0)

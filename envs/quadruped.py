@@ -16,6 +16,7 @@ from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder, Simulator
 from cenic_gym.env import CenicEnv
+from cenic_gym.model import matrix_to_quat_xyzw
 
 from . import go1_constants as gc
 
@@ -382,7 +383,7 @@ class QuadrupedEnv(CenicEnv):
             qb[:2] = 0.0
             if c["terrain"] == "tiles":
                 qb[2] += c["terrain_tiles"]["max_height"]
-        qb[3:7] = pin.Quaternion(Rn @ rotation(qb[3:7])).coeffs()
+        qb[3:7] = matrix_to_quat_xyzw(Rn @ rotation(qb[3:7]))
         q[self.base_q] = qb
         return q
 

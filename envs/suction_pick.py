@@ -16,6 +16,7 @@ from gymnasium import spaces
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder
 from cenic_gym.env import CenicEnv
 from cenic_gym.external import PiecewiseLinear
+from cenic_gym.model import matrix_to_quat_xyzw
 from cenic_gym.scenes import min_jerk
 from cenic_gym.suction import SuctionGripper, add_suction_gripper, cup_springs, gripper_urdf_path
 
@@ -284,7 +285,7 @@ class SuctionPickEnv(CenicEnv):
             self.suction.set_geometry_shape(f"{name}/0", shape)
             sim.set_body_inertia(name, mass=masses[i], inertia=shape.inertia(masses[i]).inertia)
             x, y, yaw = poses[i][:3]
-            quat = pin.Quaternion(pin.utils.rpyToMatrix(0.0, 0.0, yaw)).coeffs()
+            quat = matrix_to_quat_xyzw(pin.utils.rpyToMatrix(0.0, 0.0, yaw))
             q[self.box_q[i]] = np.concatenate([[x, y, 0.5 * sizes[i, 2]], quat])
         boxes = [f"{nm}/0" for nm in self.box_names]
         sim.set_geometry_material(boxes, mu_static=params["box_mu"], mu_dynamic=params["box_mu"])
@@ -382,7 +383,7 @@ class SuctionPickEnv(CenicEnv):
         s = self._state()
         q = s["q"]
         yaw = yaw_of(s["R_tool"])
-        quat = pin.Quaternion(s["R_box"]).coeffs()
+        quat = matrix_to_quat_xyzw(s["R_box"])
         quat = -quat if quat[3] < 0 else quat
         return np.concatenate([
             s["p_tool"], [math.cos(yaw), math.sin(yaw)], s["v_tool"], [s["w_tool"][2]], q[self.cup_q],

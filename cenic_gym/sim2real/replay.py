@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 
 from ..external import JointController
+from ..model import matrix_to_quat_xyzw
 from .rollout import make_env
 
 POSE = ("x", "y", "z", "qx", "qy", "qz", "qw")
@@ -296,7 +296,7 @@ def record_log(env, policy, seed, max_steps=None, bodies=None):
 
     def pose(b):
         p, R = u.sim.body_pose(b)
-        return np.concatenate([p, pin.Quaternion(R).coeffs()])
+        return np.concatenate([p, matrix_to_quat_xyzw(R)])
 
     rows = []
     state = (u.sim.t, u.sim.q[qidx].copy(), u.sim.v[vidx].copy(), [pose(b) for b in bodies])

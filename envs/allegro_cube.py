@@ -55,7 +55,7 @@ def default_config():
         success_threshold_wide=0.2,  # second, wider threshold only counted, for published comparisons [rad]
         drop_height=0.0,  # the cube is dropped when its centre is this far above the palm face or lower [m]
         # reward = Σ scale · term, per step (info["reward/<k>"] holds each scaled term)
-        reward_scales=dict(orientation=-1.0, position=-10.0, success=10.0, drop=-20.0, hand_pose=-0.1,
+        reward_scales=dict(orientation=1.0, position=-10.0, success=10.0, drop=-20.0, hand_pose=-0.1,
                            action_rate=-0.01, energy=-0.01),
         # domain randomization (ours; the ranges the issue asks for), drawn per episode when enabled
         randomization=dict(cube_size=(0.06, 0.07), cube_mass=(0.07, 0.13), cube_friction=(0.7, 1.2),
@@ -180,7 +180,10 @@ class AllegroCubeEnv(CenicEnv):
 
     reward = Σ_k scale_k · term_k per step (``info["reward/<k>"]`` holds each scaled term; ``reward_scales``):
 
-    - orientation (−1.0): θ, the angle of q_goal ⊗ q_cube⁻¹ [rad] (before a reached goal is replaced)
+    - orientation (1.0): 1 − θ/π ∈ [0, 1], θ the angle of q_goal ⊗ q_cube⁻¹ [rad] (before a reached goal is
+      replaced). Positive while the cube is in hand, so ending an episode by a drop never pays: with a cost −θ
+      per step (this env's first version) PPO learned to drop the cube early (benchmarks/RESULTS.md, "PPO
+      progress"), the reward-hacking a termination invites when every step in hand is negative.
     - position (−10.0): ‖cube centre − its start position over the palm‖ [m]
     - success (10.0): 1 on a step that reaches the goal (θ < 0.1 rad, cube in hand)
     - drop (−20.0): 1 on the step the cube is dropped
@@ -410,7 +413,7 @@ class AllegroCubeEnv(CenicEnv):
         q, v = self.sim.q, self.sim.v
         tau = self.sim.applied_effort(self.pd)
         terms = dict(
-            orientation=self.rot_error,
+            orientation=1.0 - self.rot_error / math.pi,
             position=float(np.linalg.norm(q[self.cube_q][:3] - self.home)),
             success=float(self.reached),
             drop=float(self.dropped),

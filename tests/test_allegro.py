@@ -167,6 +167,27 @@ def test_drop_terminates_with_penalty():
     assert env.evaluate()["dropped"]
 
 
+def test_dropping_the_cube_never_pays():
+    """Holding the cube still, far from its goal, returns more than dropping it at once (the reward must not invite
+    ending the episode: with the first version's −θ per step, PPO learned to drop the cube)."""
+    far = yaw_quaternion(math.pi)  # the worst goal about the palm normal
+    held = make(**STILL)
+    held.reset(seed=0, options={"goal": far})
+    dropped = make(**STILL, cube_start=(-0.2, 0.0))  # released beyond the palm's heel: it falls
+    dropped.reset(seed=0, options={"goal": far})
+    ret_held = ret_dropped = 0.0
+    for _ in range(40):
+        _, r, term, _, info = held.step(np.zeros(16))
+        ret_held += r
+        assert not term and 0.0 <= info["reward/orientation"] <= held.config["reward_scales"]["orientation"]
+    for _ in range(40):
+        _, r, term, _, _ = dropped.step(np.zeros(16))
+        ret_dropped += r
+        if term:
+            break
+    assert term and ret_held > ret_dropped
+
+
 def test_privileged_observation_parts():
     env = make(**STILL, privileged_obs=True)
     obs, _ = env.reset(seed=0)

@@ -8,8 +8,8 @@ default, no domain randomization) the :class:`~cenic_gym.envs.franka_box.Scripte
 each (the time limit). Per episode:
 
 * success: ``info["is_success"]`` of the final (200th) step;
-* max penetration: −``sim.stats.min_signed_distance`` over the episode (the most negative contact φ over every
-  accepted CENIC state, substeps included; the counter is set back to +inf after each reset);
+* max penetration: the largest ``info["sim"]["max_penetration"]`` over the episode (the most negative contact φ
+  over every accepted CENIC state, substeps included);
 * slip in the grasp: the box centre in the TCP frame (``body_pose("panda/panda_hand_tcp")``, ``body_pose("box")``)
   at the end of the expert's "close" phase, against every env step up to the start of its "open" phase
   (lift, carry, lower): the largest displacement [mm];
@@ -68,12 +68,11 @@ def run_episode(env, seed):
     """One expert episode; returns a dict of its measurements."""
     u = env.unwrapped
     obs, _ = env.reset(seed=seed)
-    u.sim.stats.min_signed_distance = math.inf  # cumulative since construction: count this episode only
     expert = ScriptedExpert(env)
     expert.reset()
     names = [p[0] for p in expert.plan]
     out = dict(seed=seed, steps=0, step_wall=0.0, sim_wall=0.0, expert_wall=0.0, substeps=0, rejected=0,
-               terminated=False, sim_failure=None, grasp_lost=None, success=False)
+               terminated=False, sim_failure=None, grasp_lost=None, success=False, penetration=0.0)
     ref = None  # box in the TCP frame at the end of "close"
     slip = 0.0
     trunc = False
@@ -90,6 +89,7 @@ def run_episode(env, seed):
         out["sim_wall"] += sim_info["wall_s"]
         out["substeps"] += sim_info["substeps"]
         out["rejected"] += sim_info["rejected"]
+        out["penetration"] = max(out["penetration"], sim_info["max_penetration"])
         out["success"] = bool(info["is_success"])
         if "sim_failure" in info:
             out["sim_failure"] = f"{info['sim_failure']} (phase {names[expert.phase]}, step {out['steps']})"
@@ -105,7 +105,6 @@ def run_episode(env, seed):
         if term:
             out["terminated"] = f"terminated at step {out['steps']} (phase {phase}): box left the table"
             break
-    out["penetration"] = -u.sim.stats.min_signed_distance
     out["slip"] = slip
     ev = u.evaluate()
     out["evaluate"] = ev
@@ -216,7 +215,7 @@ def main():
         "",
         f"`ScriptedExpert` on `{ENV_ID}` (defaults, no domain randomization), seeds 0–{args.episodes - 1}, 200 "
         "steps (10 s) per episode, the same episodes in each configuration. Success: `info[\"is_success\"]` at the "
-        "final step. Max penetration: −`sim.stats.min_signed_distance` over the episode (every accepted CENIC "
+        "final step. Max penetration: the largest `info[\"sim\"][\"max_penetration\"]` over the episode (every accepted CENIC "
         "state). Slip in grasp: largest displacement of the box centre in the TCP frame from the end of the "
         "expert's \"close\" phase through lift, carry and lower (until \"open\"), sampled at the env steps. Env "
         "steps/s: env steps / wall time of `env.step` (Gymnasium wrappers of `gym.make` included, the expert's IK "

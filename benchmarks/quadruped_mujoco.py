@@ -15,7 +15,7 @@ people use for legged robots (2 and 5 ms, Playground's Go1 uses 4 ms) and at 10 
 
 Reported per engine/setting: forward speed along the initial heading (mean and min over episodes), falls (base
 tilted > 90°), the deepest robot/ground penetration (each engine's own signed distance: CENIC's
-``sim.stats.min_signed_distance`` over every accepted state, MuJoCo's ``contact.dist`` after every step), and env
+``info["sim"]["max_penetration"]``, over every accepted state, MuJoCo's ``contact.dist`` after every step), and env
 steps/s: wall time per control period (CENIC: ``env.step``, the env layer included; MuJoCo: ``mj_step`` for the
 period plus setting the targets, nothing else: a lower bound for a MuJoCo env). Writes the ``quadruped-mujoco``
 section of ``benchmarks/RESULTS.md``.
@@ -72,19 +72,19 @@ def cenic_episode(env, seed, steps):
     gait = TrotGait(env)
     gait.reset()
     p0, R0 = u.sim.body_pose(gc.BASE_JOINT)
-    u.sim.stats.min_signed_distance = math.inf
-    wall, fell = 0.0, False
+    wall, fell, pen = 0.0, False, 0.0
     for _ in range(steps):
         a = gait(obs)
         t0 = time.perf_counter()
-        obs, _, term, trunc, _ = env.step(a)
+        obs, _, term, trunc, info = env.step(a)
         wall += time.perf_counter() - t0
+        pen = max(pen, info["sim"]["max_penetration"])
         if term or trunc:
             fell = True
             break
     p1, _ = u.sim.body_pose(gc.BASE_JOINT)
     fwd, lat = heading_progress(p0, R0, p1, steps * u.control_period)
-    return dict(fwd=fwd, lat=lat, fell=fell, pen=max(0.0, -u.sim.stats.min_signed_distance), wall=wall, n=steps)
+    return dict(fwd=fwd, lat=lat, fell=fell, pen=pen, wall=wall, n=steps)
 
 
 def mujoco_scene(env, timestep):

@@ -362,7 +362,8 @@ def _check_finite(obs):
 
 class SimInfo(Mapping):
     """``info["sim"]``: integrator statistics of one env step, read like a dict: ``substeps`` (accepted CENIC steps),
-    ``rejected``, ``newton_iters``, ``min_dt`` [s] (nan before the first step), ``wall_s`` [s], ``realtime_factor``.
+    ``rejected``, ``newton_iters``, ``min_dt`` [s] (nan before the first step), ``max_penetration`` [m] (the deepest
+    contact over the step's accepted states, 0 without contact), ``wall_s`` [s], ``realtime_factor``.
 
     Equality compares the simulation's own numbers only: the wall-clock fields (``wall_s``, ``realtime_factor``)
     differ from run to run, and Gymnasium's determinism check compares infos of identical runs."""
@@ -400,6 +401,8 @@ def _same(a, b):
 def _sim_info(stats):
     """info["sim"] of one env step (zeros before the first)."""
     if stats is None:
-        return SimInfo(substeps=0, rejected=0, newton_iters=0, min_dt=math.nan, wall_s=0.0, realtime_factor=math.nan)
+        return SimInfo(substeps=0, rejected=0, newton_iters=0, min_dt=math.nan, max_penetration=0.0, wall_s=0.0,
+                       realtime_factor=math.nan)
     return SimInfo(substeps=stats.accepted, rejected=stats.rejected, newton_iters=stats.newton_iters,
-                   min_dt=stats.min_dt, wall_s=stats.wall_time, realtime_factor=stats.realtime_factor)
+                   min_dt=stats.min_dt, max_penetration=max(0.0, -stats.min_signed_distance),
+                   wall_s=stats.wall_time, realtime_factor=stats.realtime_factor)

@@ -159,7 +159,7 @@ def test_reward_is_the_sum_of_its_terms_and_spaces_contain_observations(env_id):
         assert env.observation_space.contains(obs)
         terms = {k: v for k, v in info.items() if k.startswith("reward/")}
         assert terms and r == pytest.approx(sum(terms.values()), abs=1e-12)
-        assert {"substeps", "rejected", "newton_iters", "min_dt", "wall_s", "realtime_factor"} <= set(info["sim"])
+        assert {"substeps", "rejected", "newton_iters", "min_dt", "max_penetration", "wall_s", "realtime_factor"} <= set(info["sim"])
         assert info["sim"]["substeps"] >= 1 and isinstance(info["is_success"], bool)
 
 

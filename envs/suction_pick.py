@@ -262,19 +262,11 @@ class SuctionPickEnv(CenicEnv):
         touch = n > 1 and rng.uniform() < c["touch_prob"]
         side = 1.0 if rng.uniform() < 0.5 else -1.0
         for i in range(1, n):
-            pose = None
             if i == 1 and touch:  # against the target's ±x face, same yaw
                 off = side * 0.5 * (sizes[0, 0] + sizes[1, 0])
                 pose = (tx + off * math.cos(tyaw), ty + off * math.sin(tyaw), tyaw, sizes[1, 0], sizes[1, 1])
             else:
-                for _ in range(200):
-                    cand = (rng.uniform(x0 - 0.1, x1), rng.uniform(y0, y1), rng.uniform(-math.pi, math.pi),
-                            sizes[i, 0], sizes[i, 1])
-                    if not any(_overlap(cand, p, 0.01) for p in poses):
-                        pose = cand
-                        break
-            if pose is None:  # no room: park it in a corner of the table, out of the way
-                pose = (-0.38, -0.38 + 0.12 * i, 0.0, sizes[i, 0], sizes[i, 1])
+                pose = self._scatter(i, sizes[i, 0], sizes[i, 1], poses)
             poses.append(pose)
         poses, (ux, uy) = self._place_tote(poses, options)
         params = randomize(c, rng)
@@ -326,19 +318,24 @@ class SuctionPickEnv(CenicEnv):
                 if _overlap((ux, uy, 0.0, lx, ly), poses[0], 0.01):
                     raise RuntimeError(f"no tote place in tote_region={c['tote_region']} clear of the target box")
         tote = (ux, uy, 0.0, lx, ly)
-        (x0, x1), (y0, y1) = c["box_region"]
         placed = [poses[0]]
         for i, pose in enumerate(poses[1:], start=1):
             if _overlap(tote, pose, 0.01):
-                pose = (-0.38, -0.38 + 0.12 * i, 0.0, pose[3], pose[4])  # the corner parking of _reset_task
-                for _ in range(200):
-                    cand = (rng.uniform(x0 - 0.1, x1), rng.uniform(y0, y1), rng.uniform(-math.pi, math.pi),
-                            pose[3], pose[4])
-                    if not any(_overlap(cand, p, 0.01) for p in [*placed, tote]):
-                        pose = cand
-                        break
+                pose = self._scatter(i, pose[3], pose[4], [*placed, tote])
             placed.append(pose)
         return placed, (ux, uy)
+
+    def _scatter(self, i, lx, ly, obstacles):
+        """A place (x, y, yaw, lx, ly) for distractor box ``i`` (footprint lx × ly [m]) clear of the rectangles in
+        ``obstacles`` by 1 cm: uniform over ``box_region`` widened 10 cm towards −x, yaw uniform, by rejection
+        (200 draws); if there is no room, parked in a corner of the table, out of the way."""
+        (x0, x1), (y0, y1) = self.config["box_region"]
+        rng = self.np_random
+        for _ in range(200):
+            cand = (rng.uniform(x0 - 0.1, x1), rng.uniform(y0, y1), rng.uniform(-math.pi, math.pi), lx, ly)
+            if not any(_overlap(cand, p, 0.01) for p in obstacles):
+                return cand
+        return (-0.38, -0.38 + 0.12 * i, 0.0, lx, ly)
 
     def _apply_action(self, action):
         c = self.config

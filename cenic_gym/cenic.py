@@ -24,7 +24,7 @@ from numba import njit
 
 from . import solver as slv
 from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics, query_contacts, unpack_query_args
-from .icf import contact_impulse, contact_lagged_params
+from .icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_impulse, contact_lagged_params
 from .errors import AccuracyNotMetError, SimulationError, SolverFailure  # noqa: F401  (re-exported)
 from .external import ExternalSystems, GainLaw
 from .model import is_free_body_joint
@@ -258,11 +258,11 @@ class StateCache:
     bias: np.ndarray = None  # k(q, v) − τ_explicit [N, N m]
     dscale: np.ndarray = None
     contacts: object = None  # ContactSet
-    contact_pool: tuple = None
+    contact_pool: ContactPool = None
     phi_min: float = math.inf  # smallest signed distance of the contacts [m]
     out: tuple = None  # workspace of state_terms (M, D, μ, f_n0, w, limit c^n, m, coupler c^n, m)
-    limit_pool: tuple = None
-    coupler_pool: tuple = None
+    limit_pool: LimitPool = None
+    coupler_pool: CouplerPool = None
     valid: bool = False
 
     def __getstate__(self):
@@ -353,7 +353,7 @@ class CenicIntegrator:
         self._solve_stats = np.zeros(4, dtype=np.int64)
         # solves, Newton, line search, factorizations, failures, friction re-solves
         self._totals = np.zeros(6, dtype=np.int64)
-        self._no_gain = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
+        self._no_gain = GainPool(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
         self._integration_plan()
         self._stats = IntegratorStats()
         self.q = system.q0.copy()
@@ -385,8 +385,8 @@ class CenicIntegrator:
         cache = StateCache(query)
         cache.out = out
         cache.M, cache.dscale = out[0], out[1]
-        cache.limit_pool = (s.limit_v, out[5], s.limit_lower, s.limit_upper, out[6])
-        cache.coupler_pool = (s.coupler_v0, s.coupler_v1, s.coupler_ratio, out[7], out[8])
+        cache.limit_pool = LimitPool(s.limit_v, out[5], s.limit_lower, s.limit_upper, out[6])
+        cache.coupler_pool = CouplerPool(s.coupler_v0, s.coupler_v1, s.coupler_ratio, out[7], out[8])
         return cache
 
     def _integration_plan(self):
@@ -445,8 +445,8 @@ class CenicIntegrator:
             phi_min = float(cs.phi.min()) if n else math.inf
         if cache.contacts is not cs:  # views of the workspace: rebuild the pool only when n changed
             mu, fn0, w = cache.out[2:5]
-            cache.contact_pool = (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
-                                  mu[:n], fn0[:n], w[:n], n)
+            cache.contact_pool = ContactPool(cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
+                                             mu[:n], fn0[:n], w[:n], n)
             cache.contacts = cs
         cache.phi_min = phi_min
         cache.bias = bias
@@ -489,7 +489,7 @@ class CenicIntegrator:
                       cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool,
                       self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals,
                       self._numba_integrate, self._int_plan, v, q_next, self._friction_tol,
-                      cache.contact_pool[8])
+                      cache.contact_pool.fn0)
         if not ok:
             q_next = cache.q  # converged implies finite (the solver checks every norm)
         elif not self._numba_integrate:
@@ -622,10 +622,8 @@ class CenicIntegrator:
             return self.frozen_results[0] if self.frozen_results is not None else ContactResults.empty()
         cache, v, dt, _ = self.last_solution
         cs = cache.contacts
-        mu, fn0, w = cache.contact_pool[7:10]
         force, slip = np.zeros((cs.n, 3)), np.zeros(cs.n)
-        contact_forces(v, cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation, mu, fn0, w,
-                       self.vs, dt, cs.n, force, slip)
+        contact_forces(v, cache.contact_pool, self.vs, dt, force, slip)
         names, bodies = self._geom_names
         return ContactResults(cs.point.copy(), cs.normal.copy(), cs.phi.copy(), force, slip, cs.geom_a.copy(),
                               cs.geom_b.copy(), tuple(names[i] for i in cs.geom_a), tuple(names[i] for i in cs.geom_b),
@@ -641,19 +639,21 @@ class CenicIntegrator:
                 return [e.copy() for e in self.frozen_results[1]]
             return [np.zeros(len(s.dofs)) for s in self.external.systems]
         _, v, _, gains = self.last_solution
-        idx, c, b, e = gains
-        tau = np.clip(b - c * v[idx], -e, e)
+        tau = np.clip(gains.b - gains.c * v[gains.dof], -gains.e, gains.e)
         return [tau[a:z].copy() for a, z in self.external.last_bounds]
 
 
 @njit(cache=True)
-def contact_forces(v, Jc, cols, ncols, normal, phi, k, d, mu, fn0, w, vs, dt, n, force, slip):
+def contact_forces(v, pool, vs, dt, force, slip):
     """Average contact forces [N] on body B over a step of size dt at the solution v (world frame) and slip
-    speeds [m/s] (tangential relative speed at the contact), written into ``force`` (n, 3) and ``slip`` (n,)."""
+    speeds [m/s] (tangential relative speed at the contact) of the contacts of ``pool`` (a
+    :class:`~cenic_gym.icf.ContactPool`), written into ``force`` (n, 3) and ``slip`` (n,)."""
+    n, normal = pool.n, pool.normal
     vc = np.empty((n, 3))
-    slv.constraint_velocities(v, Jc, cols, ncols, n, vc)
+    slv.constraint_velocities(v, pool.Jc, pool.cols, pool.ncols, n, vc)
     for i in range(n):
-        contact_impulse(vc[i], normal[i], dt, phi[i], k[i], d[i], mu[i], fn0[i], w[i], vs, force[i])
+        contact_impulse(vc[i], normal[i], dt, pool.phi0[i], pool.k[i], pool.d[i], pool.mu[i], pool.fn0[i],
+                        pool.w[i], vs, force[i])
         vn = vc[i, 0] * normal[i, 0] + vc[i, 1] * normal[i, 1] + vc[i, 2] * normal[i, 2]
         tx = vc[i, 0] - vn * normal[i, 0]
         ty = vc[i, 1] - vn * normal[i, 1]

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from .icf import GainPool
+
 _SQRT_EPS = math.sqrt(np.finfo(float).eps)
 
 
@@ -452,7 +454,7 @@ class ExternalSystems:
             np.zeros(0)
 
     def linearize(self, t, z, q, v, dt, qtilde):
-        """Gain pool (idx, c, b, e) of all systems and the implicit state update (Z (nz, nv), b_z). Called for
+        """:class:`~cenic_gym.icf.GainPool` (dof, c, b, e) of all systems and the implicit state update (Z (nz, nv), b_z). Called for
         every convex solve, so it stays lean: one finiteness check over the pool (the offending system is looked
         up only on failure) and no state-update arrays to fill when no system has a state."""
         systems = self.systems
@@ -462,16 +464,16 @@ class ExternalSystems:
             lins = [s.linearize(t, z, q, v, dt, qtilde) for s in systems]
         if not lins:
             self.last_bounds = []
-            return (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)), self._Z0, self._bz0
+            return GainPool(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)), self._Z0, self._bz0
         if len(lins) == 1:
             p = lins[0]
-            gains = (np.array(p.idx, dtype=np.int64), np.array(p.c, dtype=float), np.array(p.b, dtype=float),
-                     np.array(p.e, dtype=float))
+            gains = GainPool(np.array(p.idx, dtype=np.int64), np.array(p.c, dtype=float), np.array(p.b, dtype=float),
+                             np.array(p.e, dtype=float))
         else:
-            gains = (np.concatenate([p.idx for p in lins]).astype(np.int64, copy=False),
-                     np.concatenate([p.c for p in lins]).astype(float, copy=False),
-                     np.concatenate([p.b for p in lins]).astype(float, copy=False),
-                     np.concatenate([p.e for p in lins]).astype(float, copy=False))
+            gains = GainPool(np.concatenate([p.idx for p in lins]).astype(np.int64, copy=False),
+                             np.concatenate([p.c for p in lins]).astype(float, copy=False),
+                             np.concatenate([p.b for p in lins]).astype(float, copy=False),
+                             np.concatenate([p.e for p in lins]).astype(float, copy=False))
         if self.nz:
             Z = np.zeros((self.nz, self.nv))
             bz = np.zeros(self.nz)
@@ -481,7 +483,7 @@ class ExternalSystems:
                     bz[a:b] = lin.bz
         else:
             Z, bz = self._Z0, self._bz0
-        if not (np.isfinite(gains[1]).all() and np.isfinite(gains[2]).all() and np.isfinite(bz).all()):
+        if not (np.isfinite(gains.c).all() and np.isfinite(gains.b).all() and np.isfinite(bz).all()):
             for s, lin in zip(systems, lins):
                 if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
                     raise FloatingPointError(

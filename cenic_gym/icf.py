@@ -2,7 +2,8 @@
 
     v^{n+1} = argmin_v  ℓ(v) = ½ vᵀ A v − rᵀ v + Σ_pools Σ_i ℓ_i(v_c,i)
 
-Three constraint pools, each a struct of flat arrays frozen at x^n (the *lagged* quantities) plus the step δt:
+Four constraint pools, each a named struct of flat arrays (a ``namedtuple``: numba passes it to the kernels as one
+argument with named fields) frozen at x^n (the *lagged* quantities) plus the step δt:
 
 * contact (compliant point contact, Hunt–Crossley normal law + Lagged friction, ICF §V-B, §VI):
   per contact i a compact 3 x m_i relative-velocity Jacobian ``Jc[i]`` over generalized-velocity columns
@@ -14,14 +15,20 @@ Three constraint pools, each a struct of flat arrays frozen at x^n (the *lagged*
 * limits (near-rigid one-sided joint limits, CENIC §IV-D with errata E1, E2): per 1-DOF joint the velocity index,
   position c^n, bounds, and the effective mass m = 1/W_ii.
 * gains (effort-limited linear control laws τ = clamp(b − c v, ±e), CENIC eq. 19–20 in the continuous Huber form
-  of physics-notes §2.9): per entry the velocity index, c ≥ 0, b, e (may be inf).
+  of physics-notes §2.9): per entry the velocity index, c ≥ 0, b, e (may be inf). Every external system (PD,
+  PID and inverse-dynamics controllers, the suction element) contributes its linearization to this pool.
+* couplers (q_0 = ρ q_1 + offset between two 1-DOF joints, URDF ``<mimic>``, physics-notes §2.8): the limit
+  potential with both bounds at 0 on c = q_0 − ρ q_1 − offset.
 
-Each pool has kernels for its cost, gradient and Hessian contribution, and for the value / first / second derivative
-along a search direction (line search in linear time, physics-notes §3.2). All kernels are numba, no fastmath.
+Each pool (one section below: :class:`ContactPool`, :class:`LimitPool`, :class:`GainPool`, :class:`CouplerPool`)
+has a kernel adding its cost, gradient and Hessian to the problem's (``<pool>_pool_cost``) and one adding its value
+and first / second derivative along a search direction (``<pool>_pool_line``: line search in linear time,
+physics-notes §3.2); :mod:`cenic_gym.solver` sums them. All kernels are numba, no fastmath.
 """
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -139,6 +146,58 @@ def contact_impulse(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out):
         out[a] = -out[a]
 
 
+ContactPool = namedtuple("ContactPool", ["Jc", "cols", "ncols", "normal", "phi0", "k", "d", "mu", "fn0", "w", "n"])
+ContactPool.__doc__ = """The contact pool: ``n`` contacts (arrays may be longer; entries past n are ignored). Jc (≥n, 3, m)
+compact relative-velocity Jacobians over the columns ``cols[i, :ncols[i]]``; normal (≥n, 3) n̂ from A to B (world);
+phi0 φ0 [m]; k [N/m]; d [s/m]; mu the lagged μ; fn0 f_n0 [N] (or the step's own normal force, issue 10); w [1/kg]."""
+
+
+@njit(cache=True)
+def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
+    """cost + Σ_i ℓ_c,i(J_i v); adds Σ J_iᵀ ∇ℓ_c,i to grad and (if want_hess) Σ J_iᵀ ∇²ℓ_c,i J_i to H."""
+    Jc, cols, ncols, normal = pool.Jc, pool.cols, pool.ncols, pool.normal
+    vc = np.zeros(3)
+    gi = np.zeros(3)
+    Hi = np.zeros((3, 3))
+    HJ = np.zeros((3, cols.shape[1]))
+    for i in range(pool.n):
+        m = ncols[i]
+        vc[:] = 0.0
+        for j in range(m):
+            vj = v[cols[i, j]]
+            for a in range(3):
+                vc[a] += Jc[i, a, j] * vj
+        cost += contact_cost(vc, normal[i], dt, pool.phi0[i], pool.k[i], pool.d[i], pool.mu[i], pool.fn0[i],
+                             pool.w[i], vs, gi, Hi, want_hess)
+        for j in range(m):
+            grad[cols[i, j]] += Jc[i, 0, j] * gi[0] + Jc[i, 1, j] * gi[1] + Jc[i, 2, j] * gi[2]
+        if want_hess:
+            for a in range(3):
+                for j in range(m):
+                    HJ[a, j] = Hi[a, 0] * Jc[i, 0, j] + Hi[a, 1] * Jc[i, 1, j] + Hi[a, 2] * Jc[i, 2, j]
+            for j1 in range(m):
+                c1 = cols[i, j1]
+                for j2 in range(m):
+                    H[c1, cols[i, j2]] += Jc[i, 0, j1] * HJ[0, j2] + Jc[i, 1, j1] * HJ[1, j2] + Jc[i, 2, j1] * HJ[2, j2]
+    return cost
+
+
+@njit(cache=True)
+def contact_pool_line(pool, vc, uc, alpha, dt, vs, f, d1, d2):
+    """(f, d1, d2) + Σ_i (ℓ_c,i, dℓ_c,i/dα, d²ℓ_c,i/dα²) at v + α p, from the contact velocities vc = J v and
+    uc = J p (n, 3) of the line's start and direction."""
+    x = np.empty(3)
+    for i in range(pool.n):
+        for a in range(3):
+            x[a] = vc[i, a] + alpha * uc[i, a]
+        c, g, h = contact_line_derivs(x, uc[i], pool.normal[i], dt, pool.phi0[i], pool.k[i], pool.d[i], pool.mu[i],
+                                      pool.fn0[i], pool.w[i], vs)
+        f += c
+        d1 += g
+        d2 += h
+    return f, d1, d2
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Joint limits (CENIC §IV-D, errata E1–E3)
 # ---------------------------------------------------------------------------------------------------------------
@@ -174,6 +233,36 @@ def limit_cost(cdot, c, lo, hi, m, dt):
     return cost, g, H
 
 
+LimitPool = namedtuple("LimitPool", ["dof", "c", "lower", "upper", "m"])
+LimitPool.__doc__ = """The joint-limit pool: per 1-DOF joint its velocity index ``dof``, position c^n [m or rad], bounds
+``lower`` ≤ ``upper`` and effective mass m = 1/W_ii [kg or kg m²] (erratum E3)."""
+
+
+@njit(cache=True)
+def limit_pool_cost(pool, v, dt, cost, grad, H, want_hess):
+    """cost + Σ_i ℓ_lim,i(v_dof); adds the gradient and the (diagonal) Hessian."""
+    for i in range(pool.dof.shape[0]):
+        col = pool.dof[i]
+        c, g, h = limit_cost(v[col], pool.c[i], pool.lower[i], pool.upper[i], pool.m[i], dt)
+        cost += c
+        grad[col] += g
+        if want_hess:
+            H[col, col] += h
+    return cost
+
+
+@njit(cache=True)
+def limit_pool_line(pool, v, p, alpha, dt, f, d1, d2):
+    """(f, d1, d2) + the pool's value and derivatives along v + α p."""
+    for i in range(pool.dof.shape[0]):
+        col = pool.dof[i]
+        c, g, h = limit_cost(v[col] + alpha * p[col], pool.c[i], pool.lower[i], pool.upper[i], pool.m[i], dt)
+        f += c
+        d1 += g * p[col]
+        d2 += h * p[col] * p[col]
+    return f, d1, d2
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Effort-limited linear control laws (CENIC eq. 19–20, Huber form, erratum E4)
 # ---------------------------------------------------------------------------------------------------------------
@@ -201,6 +290,78 @@ def gain_cost(v, c, b, e, dt):
         cost = -dt * tau * v
         H = 0.0
     return cost, -dt * tau, H
+
+
+GainPool = namedtuple("GainPool", ["dof", "c", "b", "e"])
+GainPool.__doc__ = """The gain pool: per entry the velocity index ``dof`` and the law τ = clamp(b − c v_dof, ±e)
+(c ≥ 0 [N m s/rad or N s/m], b [N m or N], e > 0, may be inf), the linearizations of the external systems."""
+
+
+@njit(cache=True)
+def gain_pool_cost(pool, v, dt, cost, grad, H, want_hess):
+    """cost + Σ_i ℓ_gain,i(v_dof); adds the gradient (−δt τ_i) and the (diagonal) Hessian."""
+    for i in range(pool.dof.shape[0]):
+        col = pool.dof[i]
+        c, g, h = gain_cost(v[col], pool.c[i], pool.b[i], pool.e[i], dt)
+        cost += c
+        grad[col] += g
+        if want_hess:
+            H[col, col] += h
+    return cost
+
+
+@njit(cache=True)
+def gain_pool_line(pool, v, p, alpha, dt, f, d1, d2):
+    """(f, d1, d2) + the pool's value and derivatives along v + α p."""
+    for i in range(pool.dof.shape[0]):
+        col = pool.dof[i]
+        c, g, h = gain_cost(v[col] + alpha * p[col], pool.c[i], pool.b[i], pool.e[i], dt)
+        f += c
+        d1 += g * p[col]
+        d2 += h * p[col] * p[col]
+    return f, d1, d2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Couplers (physics-notes §2.8): the limit potential with both bounds at 0 on c = q_0 − ρ q_1 − offset
+# ---------------------------------------------------------------------------------------------------------------
+
+CouplerPool = namedtuple("CouplerPool", ["dof0", "dof1", "ratio", "c", "m"])
+CouplerPool.__doc__ = """The coupler pool: per coupler q_dof0 = ρ q_dof1 + offset, its velocity indices, ρ = ``ratio``,
+c^n = q_0 − ρ q_1 − offset [m or rad] and m = 1/(1/M_00 + ρ²/M_11)."""
+
+
+@njit(cache=True)
+def coupler_pool_cost(pool, v, dt, cost, grad, H, want_hess):
+    """cost + Σ_i ℓ_lim(ċ_i; c_i, 0, 0) with ċ = v_0 − ρ v_1; adds the gradient and Hessian (2 x 2 per coupler)."""
+    for i in range(pool.dof0.shape[0]):
+        a = pool.dof0[i]
+        b = pool.dof1[i]
+        rho = pool.ratio[i]
+        c, g, h = limit_cost(v[a] - rho * v[b], pool.c[i], 0.0, 0.0, pool.m[i], dt)
+        cost += c
+        grad[a] += g
+        grad[b] -= rho * g
+        if want_hess:
+            H[a, a] += h
+            H[a, b] -= rho * h
+            H[b, a] -= rho * h
+            H[b, b] += rho * rho * h
+    return cost
+
+
+@njit(cache=True)
+def coupler_pool_line(pool, v, p, alpha, dt, f, d1, d2):
+    """(f, d1, d2) + the pool's value and derivatives along v + α p."""
+    for i in range(pool.dof0.shape[0]):
+        a = pool.dof0[i]
+        b = pool.dof1[i]
+        u = p[a] - pool.ratio[i] * p[b]
+        c, g, h = limit_cost(v[a] - pool.ratio[i] * v[b] + alpha * u, pool.c[i], 0.0, 0.0, pool.m[i], dt)
+        f += c
+        d1 += g * u
+        d2 += h * u * u
+    return f, d1, d2
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ pools of :mod:`cenic_gym.icf`, a dense Cholesky factorization (n_v is small for 
 (safeguarded Newton–Raphson on ℓ'(α) with bisection fallback and the cubic Hermite initial guess, CENIC §VI-D), and
 the convergence tests (32)–(34) on the diag(M)^(-1/2)-scaled norms. Hessian reuse (CENIC eq. 35) is optional.
 
-The problem is ``A, r`` plus one tuple of flat arrays per constraint pool (contacts, joint limits, effort-limited
-gains, couplers; see :func:`solve`); the solution is written into ``v`` in place and a small integer array of
+The problem is ``A, r`` plus one named struct of flat arrays per constraint pool (:class:`~cenic_gym.icf.ContactPool`,
+:class:`~cenic_gym.icf.LimitPool`, :class:`~cenic_gym.icf.GainPool`, :class:`~cenic_gym.icf.CouplerPool`); the solution is written into ``v`` in place and a small integer array of
 statistics is filled:
 ``stats = [newton_iterations, line_search_iterations, factorizations, converged (1/0)]``.
 
@@ -67,7 +67,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .icf import contact_cost, contact_line_derivs, contact_step_params, gain_cost, limit_cost, normal_cost
+from .icf import (ContactPool, contact_pool_cost, contact_pool_line, contact_step_params, coupler_pool_cost,
+                  coupler_pool_line, gain_pool_cost, gain_pool_line, limit_pool_cost, limit_pool_line, normal_cost)
 
 MAX_NEWTON_ITERATIONS = 100
 LS_TOLERANCE = 1.0e-8
@@ -99,11 +100,8 @@ def constraint_velocities(v, Jc, cols, ncols, nc, out):
 
 @njit(cache=True)
 def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, want_hess):
-    """ℓ(v); writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H. Returns ℓ. Pools as in :func:`solve`."""
-    Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc = contacts
-    lidx, lc, llo, lhi, lm = limits
-    gidx, gc, gb, ge = gains
-    ki0, ki1, kratio, kc, km = couplers
+    """ℓ(v) = ½ vᵀ A v − rᵀ v + the four pools' costs; writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H.
+    Returns ℓ. Pools as in :func:`solve`."""
     nv = v.shape[0]
     Av = A @ v
     cost = 0.5 * (v @ Av) - r @ v
@@ -111,97 +109,22 @@ def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, gr
         grad[a] = Av[a] - r[a]
     if want_hess:
         H[:, :] = A
-    vc = np.zeros(3)
-    gi = np.zeros(3)
-    Hi = np.zeros((3, 3))
-    HJ = np.zeros((3, cols.shape[1]))
-    for i in range(nc):
-        m = ncols[i]
-        vc[:] = 0.0
-        for j in range(m):
-            vj = v[cols[i, j]]
-            for a in range(3):
-                vc[a] += Jc[i, a, j] * vj
-        cost += contact_cost(vc, normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], cfn0[i], cw[i], vs, gi, Hi, want_hess)
-        for j in range(m):
-            grad[cols[i, j]] += Jc[i, 0, j] * gi[0] + Jc[i, 1, j] * gi[1] + Jc[i, 2, j] * gi[2]
-        if want_hess:
-            for a in range(3):
-                for j in range(m):
-                    HJ[a, j] = Hi[a, 0] * Jc[i, 0, j] + Hi[a, 1] * Jc[i, 1, j] + Hi[a, 2] * Jc[i, 2, j]
-            for j1 in range(m):
-                c1 = cols[i, j1]
-                for j2 in range(m):
-                    H[c1, cols[i, j2]] += Jc[i, 0, j1] * HJ[0, j2] + Jc[i, 1, j1] * HJ[1, j2] + Jc[i, 2, j1] * HJ[2, j2]
-    for i in range(lidx.shape[0]):
-        col = lidx[i]
-        c, g, h = limit_cost(v[col], lc[i], llo[i], lhi[i], lm[i], dt)
-        cost += c
-        grad[col] += g
-        if want_hess:
-            H[col, col] += h
-    for i in range(gidx.shape[0]):
-        col = gidx[i]
-        c, g, h = gain_cost(v[col], gc[i], gb[i], ge[i], dt)
-        cost += c
-        grad[col] += g
-        if want_hess:
-            H[col, col] += h
-    for i in range(ki0.shape[0]):  # couplers: c = q_i0 − ρ q_i1 − offset = 0, ċ = v_i0 − ρ v_i1
-        a = ki0[i]
-        b = ki1[i]
-        rho = kratio[i]
-        c, g, h = limit_cost(v[a] - rho * v[b], kc[i], 0.0, 0.0, km[i], dt)
-        cost += c
-        grad[a] += g
-        grad[b] -= rho * g
-        if want_hess:
-            H[a, a] += h
-            H[a, b] -= rho * h
-            H[b, a] -= rho * h
-            H[b, b] += rho * rho * h
-    return cost
+    cost = contact_pool_cost(contacts, v, dt, vs, cost, grad, H, want_hess)
+    cost = limit_pool_cost(limits, v, dt, cost, grad, H, want_hess)
+    cost = gain_pool_cost(gains, v, dt, cost, grad, H, want_hess)
+    return coupler_pool_cost(couplers, v, dt, cost, grad, H, want_hess)
 
 
 @njit(cache=True)
 def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs, contacts, limits, gains, couplers):
     """ℓ(v + α p), dℓ/dα, d²ℓ/dα² in time linear in the number of constraints."""
-    _, _, _, normal, phi0, ck, cd, cmu, cfn0, cw, nc = contacts
-    lidx, lc, llo, lhi, lm = limits
-    gidx, gc, gb, ge = gains
-    ki0, ki1, kratio, kc, km = couplers
     f = 0.5 * quad_a * alpha * alpha + quad_b * alpha + quad_c
     d1 = quad_a * alpha + quad_b
     d2 = quad_a
-    x = np.empty(3)
-    for i in range(nc):
-        for a in range(3):
-            x[a] = vc[i, a] + alpha * uc[i, a]
-        c, g, h = contact_line_derivs(x, uc[i], normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], cfn0[i], cw[i], vs)
-        f += c
-        d1 += g
-        d2 += h
-    for i in range(lidx.shape[0]):
-        col = lidx[i]
-        c, g, h = limit_cost(v[col] + alpha * p[col], lc[i], llo[i], lhi[i], lm[i], dt)
-        f += c
-        d1 += g * p[col]
-        d2 += h * p[col] * p[col]
-    for i in range(gidx.shape[0]):
-        col = gidx[i]
-        c, g, h = gain_cost(v[col] + alpha * p[col], gc[i], gb[i], ge[i], dt)
-        f += c
-        d1 += g * p[col]
-        d2 += h * p[col] * p[col]
-    for i in range(ki0.shape[0]):
-        a = ki0[i]
-        b = ki1[i]
-        u = p[a] - kratio[i] * p[b]
-        c, g, h = limit_cost(v[a] - kratio[i] * v[b] + alpha * u, kc[i], 0.0, 0.0, km[i], dt)
-        f += c
-        d1 += g * u
-        d2 += h * u * u
-    return f, d1, d2
+    f, d1, d2 = contact_pool_line(contacts, vc, uc, alpha, dt, vs, f, d1, d2)
+    f, d1, d2 = limit_pool_line(limits, v, p, alpha, dt, f, d1, d2)
+    f, d1, d2 = gain_pool_line(gains, v, p, alpha, dt, f, d1, d2)
+    return coupler_pool_line(couplers, v, p, alpha, dt, f, d1, d2)
 
 
 @njit(cache=True)
@@ -302,16 +225,14 @@ def _cholesky_solve(L, b):
 def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, stats):
     """Minimise ℓ(v) = ½ vᵀA v − rᵀv + Σ pools from the warm start ``v`` (overwritten with the solution).
 
-    Constraint pools (tuples of flat arrays, see :class:`ProblemArrays`):
-    contacts = (Jc, cols, ncols, normal, φ0, k, d, μ, f_n0, w, nc); limits = (v index, c^n, lower, upper, m);
-    gains = (v index, c, b, e); couplers = (v index 0, v index 1, ρ, c^n, m).
+    Constraint pools: contacts :class:`~cenic_gym.icf.ContactPool`, limits :class:`~cenic_gym.icf.LimitPool`,
+    gains :class:`~cenic_gym.icf.GainPool`, couplers :class:`~cenic_gym.icf.CouplerPool`.
 
     dscale: diag(M)^(-1/2) (the scaling D of CENIC eq. 32–33). tol: ε_tol of eq. 34.
     reuse_hessian: CENIC eq. 35 (L holds the last factor and must be valid if stats[FACTORIZATIONS] > 0 on entry
     with reuse). Returns nothing; ``stats`` gets the counters and the convergence flag.
     """
-    Jc, cols, ncols = contacts[0], contacts[1], contacts[2]
-    nc = contacts[10]
+    Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
     nv = v.shape[0]
     grad = np.empty(nv)
     H = np.empty((nv, nv))
@@ -405,10 +326,11 @@ def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
     atol [m/s] is a contact-point velocity change too small to matter; the relative part bounds the accumulated
     error of many small steps through an impact by rtol times the impact's friction impulse (an absolute tolerance
     per step would not). Returns the largest ratio error/tolerance over the contacts (≤ 1: agreement)."""
-    Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc = contacts
+    Jc, cols, ncols, normal = contacts.Jc, contacts.cols, contacts.ncols, contacts.normal
+    phi0, ck, cd, cmu, cw = contacts.phi0, contacts.k, contacts.d, contacts.mu, contacts.w
     worst = 0.0
     vc = np.empty(3)
-    for i in range(nc):
+    for i in range(contacts.n):
         vc[:] = 0.0
         for j in range(ncols[i]):
             vj = v[cols[i, j]]
@@ -451,7 +373,7 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     rtol ≤ 0: the plain Lagged solve. fn_used (≥ nc): the normal forces b/δt [N] of the bounds of the returned
     solution (may alias the pool's f_n0 array: written after the last solve). stats accumulate over the solves.
     Returns the number of solves beyond the first."""
-    Jc, cols, ncols, normal, phi0, ck, cd, cmu, cfn0, cw, nc = contacts
+    nc, cmu, cw, cfn0 = contacts.n, contacts.mu, contacts.w, contacts.fn0
     solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, stats)
     rtol, atol = friction_tol[0], friction_tol[1]
     if rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
@@ -489,8 +411,9 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
             r_prev[i] = gn[i] - dt * fn[i]
             fn[i] = max(b, 0.0) / dt
         n0, l0, f0 = stats[NEWTON_ITERS], stats[LS_ITERS], stats[FACTORIZATIONS]
-        solve(v, A, r, dscale, dt, vs, (Jc, cols, ncols, normal, phi0, ck, cd, cmu, fn, cw, nc), limits, gains,
-              couplers, tol, reuse_hessian, L, stats)
+        with_bounds = ContactPool(contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.phi0,
+                                  contacts.k, contacts.d, contacts.mu, fn, contacts.w, nc)
+        solve(v, A, r, dscale, dt, vs, with_bounds, limits, gains, couplers, tol, reuse_hessian, L, stats)
         stats[NEWTON_ITERS] += n0
         stats[LS_ITERS] += l0
         stats[FACTORIZATIONS] += f0

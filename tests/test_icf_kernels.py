@@ -154,3 +154,88 @@ def test_stribeck_mu_values():
     assert np.isclose(icf.stribeck_mu(10 * vs, vs, 1.0, 0.0), 0.5)
     assert abs(icf.stribeck_mu(20 * vs, vs, 1.0, 0.0)) < 1e-3
     assert np.isclose(icf.stribeck_mu(5 * vs, vs, 1.0, 0.0), 0.993, atol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pools (issue 18: one named struct per constraint kind): each pool's cost kernel against central finite
+# differences in the generalized velocity v, and its line kernel against the cost kernel along a direction.
+# ---------------------------------------------------------------------------------------------------------------
+NV, DT, VS = 5, 1e-2, 1e-4
+
+
+def _pools():
+    """One small pool of each kind over nv = 5, with active and inactive entries."""
+    n = 3
+    cols = np.array([[0, 1, 2, 3], [1, 2, 4, 0], [0, 3, 4, 0]])
+    ncols = np.array([4, 3, 3])
+    Jc = RNG.normal(size=(n, 3, 4))
+    normal = RNG.normal(size=(n, 3))
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    phi0 = np.array([-1e-3, -4e-3, 2e-4])
+    k = np.array([1e5, 3e4, 1e5])
+    fn0 = k * np.maximum(-phi0, 0.0)
+    contacts = icf.ContactPool(Jc, cols, ncols, normal, phi0, k, np.array([10.0, 0.0, 5.0]), np.array([0.5, 0.8, 0.3]),
+                               fn0, np.array([1.0, 0.5, 2.0]), n)
+    limits = icf.LimitPool(np.array([1, 3]), np.array([0.5, -0.2]), np.array([0.499, -1.0]), np.array([0.6, -0.2005]),
+                           np.array([2.0, 0.3]))
+    gains = icf.GainPool(np.array([0, 2, 4]), np.array([3.0, 0.0, 50.0]), np.array([1.0, -2.0, 4.0]),
+                         np.array([np.inf, 1.5, 3.0]))
+    couplers = icf.CouplerPool(np.array([2]), np.array([4]), np.array([-0.7]), np.array([1e-3]), np.array([0.4]))
+    return contacts, limits, gains, couplers
+
+
+def _pool_cost(kind, pool, v):
+    grad, H = np.zeros(NV), np.zeros((NV, NV))
+    if kind == "contact":
+        c = icf.contact_pool_cost(pool, v, DT, VS, 0.0, grad, H, True)
+    else:
+        c = getattr(icf, f"{kind}_pool_cost")(pool, v, DT, 0.0, grad, H, True)
+    return c, grad, H
+
+
+@pytest.mark.parametrize("kind", ["contact", "limit", "gain", "coupler"])
+def test_pool_cost_gradient_hessian_fd_and_line(kind):
+    pool = dict(zip(["contact", "limit", "gain", "coupler"], _pools()))[kind]
+    for trial in range(5):
+        v = RNG.normal(size=NV) * (0.02 if kind == "contact" else 2.0)
+        c, g, H = _pool_cost(kind, pool, v)
+        assert np.isfinite(c)
+        h = 1e-7
+        for i in range(NV):
+            e = np.zeros(NV)
+            e[i] = h
+            cp, gp, _ = _pool_cost(kind, pool, v + e)
+            cm, gm, _ = _pool_cost(kind, pool, v - e)
+            assert np.isclose((cp - cm) / (2 * h), g[i], rtol=1e-4, atol=1e-7 * (1 + np.abs(g).max()))
+            np.testing.assert_allclose((gp - gm) / (2 * h), H[:, i], rtol=1e-3, atol=1e-5 * (1 + np.abs(H).max()))
+        np.testing.assert_allclose(H, H.T, atol=1e-12 * (1 + np.abs(H).max()))
+        assert np.linalg.eigvalsh(H).min() >= -1e-9 * (1 + np.abs(H).max())  # convex
+        # line kernel: value and derivatives along v + α p equal the cost kernel's
+        p, alpha = RNG.normal(size=NV), 0.3
+        if kind == "contact":
+            vc, uc = np.zeros((pool.n, 3)), np.zeros((pool.n, 3))
+            from cenic_gym.solver import constraint_velocities
+            constraint_velocities(v, pool.Jc, pool.cols, pool.ncols, pool.n, vc)
+            constraint_velocities(p, pool.Jc, pool.cols, pool.ncols, pool.n, uc)
+            f, d1, d2 = icf.contact_pool_line(pool, vc, uc, alpha, DT, VS, 0.0, 0.0, 0.0)
+        else:
+            f, d1, d2 = getattr(icf, f"{kind}_pool_line")(pool, v, p, alpha, DT, 0.0, 0.0, 0.0)
+        ca, ga, Ha = _pool_cost(kind, pool, v + alpha * p)
+        assert np.isclose(f, ca, rtol=1e-12, atol=1e-15)
+        assert np.isclose(d1, ga @ p, rtol=1e-9, atol=1e-12)
+        assert np.isclose(d2, p @ Ha @ p, rtol=1e-9, atol=1e-12)
+
+
+def test_coupler_pool_holds_the_coupled_velocity():
+    """The coupler potential is the limit one with both bounds at 0 on c = q0 − ρ q1 − offset: it vanishes exactly
+    where the step ends on the constraint (c + δt' ċ = 0, δt' = δt + τ) and pushes ċ back otherwise."""
+    _, _, _, couplers = _pools()
+    rinv, h = icf.limit_params(DT, couplers.m[0])
+    v = np.zeros(NV)
+    rho = couplers.ratio[0]
+    v[2] = -couplers.c[0] / h  # ċ = v_2 − ρ v_4 with v_4 = 0
+    c, g, _ = _pool_cost("coupler", couplers, v)
+    assert abs(c) < 1e-12 and np.abs(g).max() < 1e-9
+    v[2] += 0.1
+    c, g, _ = _pool_cost("coupler", couplers, v)
+    assert c > 0 and g[2] > 0 and np.isclose(g[4], -rho * g[2])

@@ -98,21 +98,20 @@ class ImpulseRecorder:
         mid, v1, _, _ = integ.last_solution
         v_half, dt = self._half
         for half, (cache, v, fn) in enumerate(((integ.start, v_half, integ._fn_work[1]),
-                                               (mid, v1, mid.contact_pool[8]))):
+                                               (mid, v1, mid.contact_pool.fn0))):
             cs = cache.contacts
             if cs is None or cs.n == 0:
                 continue
             n, pool = cs.n, cache.contact_pool
             force, slip = np.zeros((n, 3)), np.zeros(n)
-            cn.contact_forces(v, cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation, pool[7],
-                              fn[:n].copy(), pool[9], integ.vs, 0.5 * dt, n, force, slip)
+            cn.contact_forces(v, pool._replace(fn0=fn[:n].copy()), integ.vs, 0.5 * dt, force, slip)
             vc0 = np.zeros((n, 3))
             slv.constraint_velocities(cache.v, cs.Jc, cs.cols, cs.ncols, n, vc0)
             for i in range(n):
                 g = force[i] * 0.5 * dt
                 gn = g @ cs.normal[i]
                 s0 = np.linalg.norm(vc0[i] - (vc0[i] @ cs.normal[i]) * cs.normal[i])
-                self.rows.append((integ.t, half, gn, np.linalg.norm(g - gn * cs.normal[i]), pool[7][i], pool[9][i],
+                self.rows.append((integ.t, half, gn, np.linalg.norm(g - gn * cs.normal[i]), pool.mu[i], pool.w[i],
                                   max(slip[i], s0)))
         if self.body is not None:
             v, w = self.sim.body_velocity(self.body)

@@ -22,11 +22,13 @@ PROBE = r"""
 import json, numpy as np
 import cenic_gym
 from cenic_gym.cenic import contact_forces
+from cenic_gym.icf import ContactPool
 # one sliding contact: v_c = (0.3, 0, -0.1) m/s, normal +z; the friction force depends on REGULARIZATION_SIGMA
 one, ones = np.ones(1), np.ones((1, 3))
 force, slip = np.zeros((1, 3)), np.zeros(1)
-contact_forces(np.array([0.3, 0.0, -0.1]), np.eye(3)[None], np.array([[0, 1, 2]]), np.array([3]), ones * [0, 0, 1],
-               -1e-3 * one, 1e5 * one, 10.0 * one, 0.5 * one, 100.0 * one, one, 1e-4, 1e-3, 1, force, slip)
+pool = ContactPool(np.eye(3)[None], np.array([[0, 1, 2]]), np.array([3]), ones * [0, 0, 1], -1e-3 * one, 1e5 * one,
+                   10.0 * one, 0.5 * one, 100.0 * one, one, 1)
+contact_forces(np.array([0.3, 0.0, -0.1]), pool, 1e-4, 1e-3, force, slip)
 st = contact_forces.stats
 print(json.dumps({"file": cenic_gym.__file__, "force": force[0].tolist(), "hits": sum(st.cache_hits.values()),
                   "misses": sum(st.cache_misses.values())}))

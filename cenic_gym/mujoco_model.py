@@ -203,6 +203,7 @@ def build_spec(system, timestep, shapes=None, mu=None, contact=None, integrator=
     mu = np.array([g.material.mu_dynamic for g in geoms]) if mu is None else np.asarray(mu, dtype=float)
     spec = mujoco.MjSpec()
     spec.modelname = "cenic_gym"
+    spec.compiler.degree = False  # joint ranges in rad
     spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
     spec.option.timestep = float(timestep)
     spec.option.gravity = list(np.asarray(system.model.gravity.linear, dtype=float))

@@ -309,3 +309,13 @@ def sim2sim_table(results):
                      f"| {bodies or '-'} | {s['divergence_median']:.2e} / {s['divergence_max']:.2e} | "
                      f"{s['one_step_median']:.2e} / {s['one_step_max']:.2e} |")
     return "\n".join(lines)
+
+
+def scene_xml(env_id, env_kwargs=None, seed=0, timestep=DEFAULT_TIMESTEP, integrator=DEFAULT_INTEGRATOR):
+    """The generated MuJoCo scene (MJCF text) of ``env_id`` after ``reset(seed=seed)``, with the env's controllers
+    as actuators where they map to them (explicit laws are not in the file: they are applied from Python)."""
+    env = make_env(env_id, **(env_kwargs or {}))
+    env.reset(seed=seed)
+    physics = MujocoPhysics(env.unwrapped.sim, timestep, integrator)
+    env.close()
+    return physics.model.spec.to_xml()

@@ -14,13 +14,14 @@ feed-forward) becomes MuJoCo ``<position>`` actuators (K_p, K_v = K_d, ± effort
 with the ``implicitfast`` integrator the damping is implicit, as in CENIC); any other external system without
 internal state (e.g. the Franka's :class:`~cenic_gym.external.InverseDynamicsPD`) is evaluated with its own
 ``output(t, z, q, v)`` on MuJoCo's state before every MuJoCo step, clamped to its effort limits and applied as
-``qfrc_applied`` (explicit). Systems with internal state (JointPID) or that act on contact (suction) are not
-mapped (:class:`~cenic_gym.mujoco_model.MappingError`).
+``qfrc_applied`` (explicit). Systems with internal state (JointPID) are not mapped
+(:class:`~cenic_gym.mujoco_model.MappingError`).
 
 Covered envs: CenicFranka-v0 (arm inverse-dynamics PD + finger PD, the finger coupler, convex-mesh fingers) and
 CenicQuadruped-v0 (Go1: free base, 12 joint PDs, primitive shapes; flat, slope or tiles terrain). CenicAllegro-v0
-maps too (joint PDs, convex meshes) but is not measured; CenicSuction-v0 does not (the suction cup). Drake as a
-second peer is not done.
+(joint PDs, convex meshes) and CenicSuction-v0 (its suction law is a generalized force of q, so it is applied
+explicitly like the inverse-dynamics PD) build too but are not measured or tested. Drake as a second peer is not
+done.
 
 Reported per env and policy (:func:`sim2sim` -> :class:`Sim2SimResult`): success rates in both simulators and
 their gap; the final pose and velocity gap of every free body (the Franka's box, the Go1's base); the

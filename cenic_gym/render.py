@@ -25,7 +25,8 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import CenicError
-from .model import Box, Capsule, ConvexMesh, Cylinder, HalfSpace, Sphere, matrix_to_quat_xyzw
+from .model import ConvexMesh, HalfSpace
+from .mujoco_model import add_geom, geom_kind_size, quat_wxyz
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 640, 480  # [px]
 MAX_SIZE = 4096  # [px] largest width or height of an offscreen frame
@@ -131,18 +132,19 @@ class VisualGeom:
 
 
 def _shape_geom(name, shape, rgba, joint, placement, geom):
-    """VisualGeom of one of our collision shapes."""
-    kinds = {Sphere: "sphere", Box: "box", Capsule: "capsule", Cylinder: "cylinder"}
+    """VisualGeom of one of our collision shapes (kind and size: :func:`cenic_gym.mujoco_model.geom_kind_size`; a
+    half-space drawn as a square of half side :data:`GROUND_HALF_SIZE`)."""
+    kind, size = geom_kind_size(shape)
     if isinstance(shape, HalfSpace):
-        return VisualGeom(name, "plane", np.array([GROUND_HALF_SIZE, GROUND_HALF_SIZE, 0.05]), rgba, joint,
+        return VisualGeom(name, kind, np.array([GROUND_HALF_SIZE, GROUND_HALF_SIZE, 0.05]), rgba, joint,
                           placement, geom)
     if isinstance(shape, ConvexMesh):
         from scipy.spatial import ConvexHull
 
         hull = ConvexHull(shape.vertices)
-        return VisualGeom(name, "mesh", np.zeros(3), rgba, joint, placement, geom,
-                          np.asarray(shape.vertices, float), np.asarray(hull.simplices, np.int32))
-    return VisualGeom(name, kinds[type(shape)], np.asarray(shape.size(), float), rgba, joint, placement, geom)
+        return VisualGeom(name, kind, size, rgba, joint, placement, geom, np.asarray(shape.vertices, float),
+                          np.asarray(hull.simplices, np.int32))
+    return VisualGeom(name, kind, size, rgba, joint, placement, geom)
 
 
 def simplify_mesh(vertices, faces, cell):
@@ -265,11 +267,6 @@ def import_mujoco():
     return mujoco
 
 
-def _quat_wxyz(R):
-    x, y, z, w = matrix_to_quat_xyzw(R)
-    return np.array([w, x, y, z])
-
-
 def build_twin_model(geoms, width, height):
     """The MuJoCo model of the twin: one mocap body per moving joint, the geometries on it, lights, a checker
     ground material; offscreen buffer of width × height [px]. Returns (MjModel, joints of the mocap bodies)."""
@@ -298,20 +295,10 @@ def build_twin_model(geoms, width, height):
     bodies = {0: spec.worldbody}
     for j in joints:
         bodies[j] = spec.worldbody.add_body(name=f"joint{j}", mocap=True)
-    types = {"sphere": mujoco.mjtGeom.mjGEOM_SPHERE, "box": mujoco.mjtGeom.mjGEOM_BOX,
-             "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE, "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
-             "mesh": mujoco.mjtGeom.mjGEOM_MESH, "plane": mujoco.mjtGeom.mjGEOM_PLANE}
-    for k, g in enumerate(geoms):
-        kw = dict(type=types[g.kind], size=list(g.size), rgba=list(g.rgba), contype=0, conaffinity=0,
-                  pos=list(g.placement.translation), quat=list(_quat_wxyz(g.placement.rotation)))
-        if g.kind == "mesh":
-            mesh = spec.add_mesh(name=f"mesh{k}", uservert=g.vertices.ravel().tolist(),
-                                 userface=g.faces.ravel().tolist())
-            kw["meshname"] = mesh.name
-        if g.kind == "plane":
-            kw["material"] = "ground"
-            kw.pop("rgba")
-        bodies[g.joint].add_geom(**kw)
+    for g in geoms:
+        look = dict(material="ground") if g.kind == "plane" else dict(rgba=list(g.rgba))
+        add_geom(mujoco, spec, bodies[g.joint], g.kind, g.size, g.placement, vertices=g.vertices, faces=g.faces,
+                 contype=0, conaffinity=0, **look)
     return spec.compile(), joints
 
 
@@ -363,7 +350,7 @@ class VisualTwin:
         for b, j in enumerate(self.joints):
             X = self._kin.oMi[j]
             self.data.mocap_pos[b] = X.translation
-            self.data.mocap_quat[b] = _quat_wxyz(X.rotation)
+            self.data.mocap_quat[b] = quat_wxyz(X.rotation)
         if shapes is not None:
             for k, i in self._resizable:
                 self.model.geom_size[k] = shapes[i].size()

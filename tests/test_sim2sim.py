@@ -27,6 +27,9 @@ def test_franka_scripted_episode_in_both_simulators():
     # the runs differ (MuJoCo really was the physics) but not by much over 0.2 s of free arm motion
     assert 0.0 < ep.divergence.max() < 2e-2, ep.divergence  # different simulators, but close in free motion
     assert env.unwrapped.sim.__class__.__name__ == "Simulator"  # the env's simulator is put back
+    again = s2s.compare_episode(env, load_policy("scripted", "CenicFranka-v0"), seed=3, max_steps=4)
+    np.testing.assert_array_equal(again.mujoco.q, ep.mujoco.q)  # deterministic: same seed, same MuJoCo episode
+    np.testing.assert_array_equal(again.divergence, ep.divergence)
 
 
 def test_free_motion_gap_shrinks_with_mujocos_timestep():

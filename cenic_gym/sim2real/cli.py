@@ -226,8 +226,13 @@ def _sim2sim(a):
         print(f"  seed {seed}: success cenic-gym {r['success_cenic']}, MuJoCo {r['success_mujoco']}; max divergence "
               f"{r['max_divergence']:.2e}", flush=True)
 
-    res = sim2sim(a.env, load_policy(a.policy, a.env), range(a.episodes), max_steps=a.max_steps,
-                  timestep=a.timestep, integrator=a.integrator, env_kwargs=a.env_kwargs, progress=progress)
+    from ..mujoco_model import MappingError
+
+    try:
+        res = sim2sim(a.env, load_policy(a.policy, a.env), range(a.episodes), max_steps=a.max_steps,
+                      timestep=a.timestep, integrator=a.integrator, env_kwargs=a.env_kwargs, progress=progress)
+    except MappingError as e:
+        raise SystemExit(f"cenic-gym sim2real sim2sim: {a.env} cannot run in MuJoCo: {e}") from None
     print(sim2sim_table([res]))
     if a.log:
         with open(a.log, "w") as f:

@@ -138,11 +138,13 @@ def _sim2sim_section(env_id, policy, seeds, max_steps, env_kwargs, out):
     """The report's sim-to-sim lines (and sim2sim.png, episodes appended to episodes.jsonl); says why when it
     cannot run (mujoco not installed, a system MuJoCo does not map)."""
     lines = ["## Sim-to-sim (MuJoCo)", ""]
-    try:
-        import mujoco  # noqa: F401
-    except ImportError:
-        return lines + ["Skipped: the `mujoco` package is not installed (`pip install 'cenic-gym[render]'`).", ""]
     from ..mujoco_model import MappingError
+    from ..render import RenderError, import_mujoco
+
+    try:
+        import_mujoco()
+    except RenderError:
+        return lines + ["Skipped: the `mujoco` package is not installed (`pip install 'cenic-gym[render]'`).", ""]
     from .sim2sim import sim2sim, sim2sim_table
 
     try:

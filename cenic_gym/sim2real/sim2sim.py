@@ -40,6 +40,7 @@ from ..cenic import AdvanceStats
 from ..errors import SimulationError
 from ..external import JointPD, JointPID
 from ..mujoco_model import MappingError, MujocoModel, build_spec, scene_joints
+from ..render import import_mujoco
 from .rollout import EpisodeResult, make_env, run_episode, state_divergence
 
 DEFAULT_TIMESTEP = 1e-3  # [s] MuJoCo's step (MuJoCo's default is 2 ms; 1 ms for the stiff finger PD)
@@ -55,8 +56,7 @@ class MujocoPhysics:
     integrator: MuJoCo's ("implicitfast", "euler", "implicit", "rk4")."""
 
     def __init__(self, sim, timestep=DEFAULT_TIMESTEP, integrator=DEFAULT_INTEGRATOR):
-        import mujoco
-
+        mujoco = import_mujoco()
         self.sim, self.mujoco = sim, mujoco
         self.timestep = float(timestep)
         system = sim.system

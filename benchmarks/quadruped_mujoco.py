@@ -41,6 +41,7 @@ import cenic_gym  # noqa: E402,F401  (registers the envs)
 from bench_common import git_rev, machine_line, replace_marked_section, versions  # noqa: E402
 from cenic_gym.envs import go1_constants as gc  # noqa: E402
 from cenic_gym.envs.quadruped import TrotGait  # noqa: E402
+from cenic_gym.model import quat_xyzw_to_matrix  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 from peer_mujoco import MujocoScene  # noqa: E402
@@ -106,7 +107,7 @@ def mujoco_episode(scene, env, seed, steps):
     gait = TrotGait(env)
     iq = u.base_q.start
     q0, _ = scene.gym_state(d)
-    p0, R0 = q0[iq:iq + 3].copy(), _rot(q0[iq + 3:iq + 7])
+    p0, R0 = q0[iq:iq + 3].copy(), quat_xyzw_to_matrix(q0[iq + 3:iq + 7])
     lo, hi = u.q_lower, u.q_upper
     n_sub = int(round(u.control_period / scene.timestep))
     ground = np.flatnonzero(scene.model.geom_bodyid == 0)  # geometries fixed to the world
@@ -124,17 +125,12 @@ def mujoco_episode(scene, env, seed, steps):
                     pen = max(pen, -float(c.dist[:d.ncon][on_ground].min()))
         wall += time.perf_counter() - t0
         q, _ = scene.gym_state(d)
-        if tilted(_rot(q[iq + 3:iq + 7])) or scene.unstable(d):
+        if tilted(quat_xyzw_to_matrix(q[iq + 3:iq + 7])) or scene.unstable(d):
             fell = True
             break
     q, _ = scene.gym_state(d)
     fwd, lat = heading_progress(p0, R0, q[iq:iq + 3], steps * u.control_period)
     return dict(fwd=fwd, lat=lat, fell=fell, pen=pen, wall=wall, n=k + 1)
-
-
-def _rot(quat_xyzw):
-    from cenic_gym.envs.quadruped import rotation
-    return rotation(quat_xyzw)
 
 
 def summarize(label, rows, steps_per_period):

@@ -1,7 +1,7 @@
 """cenic-gym: robot-learning environments on CENIC (Convex Error-controlled Numerical Integration for Contact).
 
 Engine layout (named as in the papers): :mod:`~cenic_gym.model` (multibody system and shapes),
-:mod:`~cenic_gym.contact` / :mod:`~cenic_gym.narrowphase` (geometry -> contacts), :mod:`~cenic_gym.kinematics`
+:mod:`~cenic_gym.builder` (scenes in code), :mod:`~cenic_gym.contact` / :mod:`~cenic_gym.narrowphase` (geometry -> contacts), :mod:`~cenic_gym.kinematics`
 (contact Jacobians), :mod:`~cenic_gym.icf` (the convex problem's potentials), :mod:`~cenic_gym.solver` (Newton with
 exact line search), :mod:`~cenic_gym.cenic` (the error-controlled integrator), :mod:`~cenic_gym.external`
 (implicit controllers and force elements), :mod:`~cenic_gym.robots` (robot model files), :mod:`~cenic_gym.simulator`
@@ -12,8 +12,9 @@ from .cenic import IntegratorStats
 from .errors import (AccuracyNotMetError, CenicError, ModelError, ModelFileNotFoundError, RobotDataNotFoundError,
                      SimulationError, SolverFailure)
 from .external import ExternalSystem, InverseDynamicsPD, JointPD, JointPID
+from .builder import SceneBuilder
 from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Coupler, Cylinder, HalfSpace, MultibodySystem, RobotInfo,
-                    SceneBuilder, Sphere)
+                    Sphere)
 from .simulator import SimState, Simulator
 from .suction import SuctionGripper
 

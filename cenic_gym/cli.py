@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, scenes
+from .argtypes import positive_number
 from .simulator import MAX_ACCURACY, Simulator
 
 SCENES = {
@@ -123,38 +124,6 @@ def _plot(history, times, rates, accuracy, scene, out):
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
-
-
-def positive_number(upper=None):
-    """argparse type: a finite float > 0 (and <= upper). Shared by every cenic-gym subcommand."""
-
-    def parse(text):
-        try:
-            x = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not (math.isfinite(x) and x > 0):
-            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-        if upper is not None and x > upper:
-            raise argparse.ArgumentTypeError(f"must be <= {upper:g}, got {text!r}")
-        return x
-
-    return parse
-
-
-def integer_at_least(minimum):
-    """argparse type: a whole number >= minimum. Shared by every cenic-gym subcommand."""
-
-    def parse(text):
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if n < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
-        return n
-
-    return parse
 
 
 def _check_out(p, out):

@@ -13,23 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .model import JOINT_FIXED, JOINT_ROOT_FREE
-
-
-@njit(cache=True)
-def quat_to_rot(x, y, z, w, R):
-    """Rotation matrix of the unit quaternion (x, y, z, w) (normalised here)."""
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    x, y, z, w = x / n, y / n, z / n, w / n
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - z * w)
-    R[0, 2] = 2 * (x * z + y * w)
-    R[1, 0] = 2 * (x * y + z * w)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - x * w)
-    R[2, 0] = 2 * (x * z - y * w)
-    R[2, 1] = 2 * (y * z + x * w)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
+from .model import JOINT_FIXED, JOINT_ROOT_FREE, quat_to_rot
 
 
 @njit(cache=True)

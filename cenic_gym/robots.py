@@ -13,7 +13,7 @@ The conversion of collision geometry (coal primitives and meshes -> our shapes) 
 (URDF ``<mimic>``, SRDF ``<disable_collisions>`` / ``<group_state>``, MJCF ``<equality><joint>`` /
 ``<contact><exclude>``) live here, and so do the checks of a model file before Pinocchio reads it (:func:`check_urdf`,
 :func:`check_mjcf`; Pinocchio drops what it cannot parse or accepts negative masses silently) and the merging of a
-robot into a scene (:func:`add_robot`, called by :meth:`cenic_gym.model.SceneBuilder.add_robot`). A missing file or
+robot into a scene (:func:`add_robot`, called by :meth:`cenic_gym.builder.SceneBuilder.add_robot`). A missing file or
 a model that cannot be simulated raises :class:`~cenic_gym.errors.ModelError` naming the file, link or joint and value.
 """
 from __future__ import annotations
@@ -663,7 +663,7 @@ def _robot_disabled_pairs(R, items, path, fmt, srdf, gnames, grjoint, link_geoms
 def add_robot(builder, robot, name=None, base=None, position=(0, 0, 0), rotation=None, material=ContactMaterial(),
               package_dirs=None, srdf=None, q0=None, armature=None, damping=None, self_collision=True,
               fuse_capsules=True, exclude_links=None):
-    """Implementation of :meth:`cenic_gym.model.SceneBuilder.add_robot` (see there): load the robot's files,
+    """Implementation of :meth:`cenic_gym.builder.SceneBuilder.add_robot` (see there): load the robot's files,
     check everything, then merge its kinematic tree, limits, couplers and convex collision geometry."""
 
     X_base = pin.SE3(_rotation(rotation), _vec3(position, "position"))  # the cheap checks first

@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from .model import Box, ContactMaterial, SceneBuilder, Sphere
+from .builder import SceneBuilder
+from .model import Box, ContactMaterial, Sphere
 
 
 def free_fall(mass=1.0, height=1.0):

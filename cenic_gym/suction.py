@@ -79,7 +79,8 @@ from numba import njit
 from . import narrowphase as nph
 from .contact import compute_kinematics
 from .external import ExternalSystem, JointPD, Linearization
-from .model import Box, ContactMaterial, SceneBuilder
+from .builder import SceneBuilder
+from .model import Box, ContactMaterial, quat_xyzw_to_matrix
 
 ASSET_DIR = Path(str(resources.files("cenic_gym.assets")))
 DEFAULT_URDF = ASSET_DIR / "suction_gripper_2x2.urdf"
@@ -880,7 +881,7 @@ class SuctionScene:
         """World z [m] of the centre of the box's top face (its body +z face)."""
         sl = self.system.q_slice("box")
         qb = q[sl]
-        R = pin.Quaternion(qb[6], qb[3], qb[4], qb[5]).normalized().toRotationMatrix()
+        R = quat_xyzw_to_matrix(qb[3:7])
         return float(qb[2] + 0.5 * self.box_size[2] * R[2, 2])
 
     def mouth_heights(self, q):

@@ -16,7 +16,7 @@ from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder, Simulator
 from cenic_gym.env import CenicEnv
-from cenic_gym.model import matrix_to_quat_xyzw
+from cenic_gym.model import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
 from . import go1_constants as gc
 
@@ -137,14 +137,6 @@ def add_terrain(builder, config, material):
                 centre = ((i - (n - 1) / 2) * t["tile"], (j - (n - 1) / 2) * t["tile"], h[i, j] - TILE_THICKNESS / 2)
                 builder.add_fixed(f"terrain/{i}_{j}", Box((t["tile"], t["tile"], TILE_THICKNESS)), position=centre,
                                   material=material)
-
-
-def rotation(quat_xyzw):
-    """Rotation matrix of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = quat_xyzw
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 class QuadrupedEnv(CenicEnv):
@@ -383,7 +375,7 @@ class QuadrupedEnv(CenicEnv):
             qb[:2] = 0.0
             if c["terrain"] == "tiles":
                 qb[2] += c["terrain_tiles"]["max_height"]
-        qb[3:7] = matrix_to_quat_xyzw(Rn @ rotation(qb[3:7]))
+        qb[3:7] = matrix_to_quat_xyzw(Rn @ quat_xyzw_to_matrix(qb[3:7]))
         q[self.base_q] = qb
         return q
 
@@ -481,7 +473,7 @@ class QuadrupedEnv(CenicEnv):
         if cache is None or cache[0] is not it.q or cache[1] is not it.v:
             q, v = it.q, it.v
             vb = v[self.base_v]
-            cache = (q, v, rotation(q[self.base_q][3:7]), vb[:3].copy(), vb[3:].copy())
+            cache = (q, v, quat_xyzw_to_matrix(q[self.base_q][3:7]), vb[:3].copy(), vb[3:].copy())
             self._base_cache = cache
         return cache
 

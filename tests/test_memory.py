@@ -16,7 +16,7 @@ import pinocchio as pin
 import pytest
 
 import cenic_gym  # noqa: F401  (registers the envs)
-from cenic_gym.model import matrix_to_quat_xyzw
+from cenic_gym.model import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
 
 def _libc():
@@ -55,6 +55,15 @@ def test_matrix_to_quat_xyzw_is_eigens_conversion_bit_for_bit():
         assert q.shape == (4,)
         assert np.array_equal(q, pin.Quaternion(R).coeffs())
         assert np.allclose(pin.Quaternion(q[3], q[0], q[1], q[2]).toRotationMatrix(), R, atol=1e-14)
+
+
+def test_quat_xyzw_to_matrix_inverts_it_and_normalizes():
+    rng = np.random.default_rng(1)
+    for _ in range(500):
+        R = pin.exp3(rng.normal(size=3) * rng.uniform(0.0, 3.2))
+        q = matrix_to_quat_xyzw(R)
+        assert np.allclose(quat_xyzw_to_matrix(q), R, atol=1e-14)
+        assert np.allclose(quat_xyzw_to_matrix(-2.5 * q), R, atol=1e-14)  # either sign, any non-zero norm
 
 
 @linux_glibc

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..cli import integer_at_least, positive_number
+from ..argtypes import integer_at_least, positive_number
 
 DEFAULT_ENV = "CenicFranka-v0"
 

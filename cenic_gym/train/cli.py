@@ -17,7 +17,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from ..cli import integer_at_least
+from ..argtypes import integer_at_least
 from .configs import ALGOS, BACKENDS, CONFIGS
 
 

@@ -35,16 +35,20 @@ MuJoCo: soft constraints); ``contact`` chooses MuJoCo's defaults or per-pair (so
 Joint controllers are mapped by :func:`add_position_actuator` (a ``<position>`` actuator: K_p, K_v, ± effort
 limit) where the caller wants MuJoCo to apply them (see :class:`MujocoModel`).
 
-``mujoco`` is imported only when a model is built (:func:`cenic_gym.render.import_mujoco`).
+``mujoco`` is imported only when a model is built, by :func:`import_mujoco` (``MUJOCO_GL=egl`` first, as
+:mod:`cenic_gym.render` needs for offscreen images).
 """
 from __future__ import annotations
 
 import math
+import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 
+from .errors import CenicError
 from .model import Box, Capsule, ConvexMesh, Cylinder, HalfSpace, Sphere, is_free_body_joint, matrix_to_quat_xyzw
 
 # the friction MuJoCo's pairs get besides the sliding μ: its defaults for torsional and rolling friction (unused
@@ -53,6 +57,23 @@ TORSION_ROLL = (0.005, 0.0001, 0.0001)
 _AXES = {"X": np.array([1.0, 0.0, 0.0]), "Y": np.array([0.0, 1.0, 0.0]), "Z": np.array([0.0, 0.0, 1.0])}
 _KINDS = {Sphere: "sphere", Box: "box", Capsule: "capsule", Cylinder: "cylinder", ConvexMesh: "mesh",
           HalfSpace: "plane"}
+
+
+class RenderError(CenicError, RuntimeError):
+    """MuJoCo cannot start: a missing optional package (``pip install 'cenic-gym[render]'``) or, for rendering, no
+    offscreen GL context."""
+
+
+def import_mujoco():
+    """``mujoco``, with ``MUJOCO_GL=egl`` unless the user chose a backend (it must be set before the import:
+    Mesa's software EGL draws offscreen without a GPU or display)."""
+    if "mujoco" not in sys.modules:
+        os.environ.setdefault("MUJOCO_GL", "egl")
+    try:
+        import mujoco
+    except ImportError as e:
+        raise RenderError(f"MuJoCo is needed here ({e}); install it with pip install 'cenic-gym[render]'") from None
+    return mujoco
 
 
 class MappingError(NotImplementedError):
@@ -187,8 +208,6 @@ def build_spec(system, timestep, shapes=None, mu=None, contact=None, integrator=
     or "rk4"; actuators: (joint name, K_p, K_v, effort limit) per ``<position>`` actuator
     (:func:`add_position_actuator`), in ctrl order. Inertias are read from ``system.model`` (set_body_inertia
     changes it in place). Returns the spec."""
-    from .render import import_mujoco
-
     mujoco = import_mujoco()
     integrators = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
                    "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST, "rk4": mujoco.mjtIntegrator.mjINT_RK4}
@@ -253,8 +272,6 @@ class MujocoModel:
     (free-body quaternions reordered), and ``geom_index[k]``: our geometry index of MuJoCo geom k."""
 
     def __init__(self, spec, system):
-        from .render import import_mujoco
-
         self.mujoco = import_mujoco()
         self.spec, self.system = spec, system
         self.model = spec.compile()

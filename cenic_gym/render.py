@@ -24,9 +24,8 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from .errors import CenicError
 from .model import ConvexMesh, HalfSpace
-from .mujoco_model import add_geom, geom_kind_size, quat_wxyz
+from .mujoco_model import RenderError, add_geom, geom_kind_size, import_mujoco, quat_wxyz
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 640, 480  # [px]
 MAX_SIZE = 4096  # [px] largest width or height of an offscreen frame
@@ -40,11 +39,6 @@ FIXED_RGBA = (0.55, 0.55, 0.58, 1.0)
 # visual meshes with more faces are simplified (vertex clustering on a grid of diagonal / MESH_CELLS): software GL
 # draws every triangle twice a frame (shadow map + image) and the Go1's Collada meshes have 680 k of them
 MESH_FACES, MESH_CELLS = 6000, 100
-
-
-class RenderError(CenicError, RuntimeError):
-    """Rendering cannot start: no offscreen GL context, or a missing optional package (``pip install
-    'cenic-gym[render]'``)."""
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -253,18 +247,6 @@ def visual_geoms(system):
 # --------------------------------------------------------------------------------------------------------------
 # The MuJoCo twin
 # --------------------------------------------------------------------------------------------------------------
-
-
-def import_mujoco():
-    """``mujoco``, with ``MUJOCO_GL=egl`` unless the user chose a backend (it must be set before the import)."""
-    if "mujoco" not in sys.modules:
-        os.environ.setdefault("MUJOCO_GL", "egl")
-    try:
-        import mujoco
-    except ImportError as e:
-        raise RenderError(f"rendering needs the mujoco package ({e}); install it with pip install "
-                          "'cenic-gym[render]'") from None
-    return mujoco
 
 
 def build_twin_model(geoms, width, height):

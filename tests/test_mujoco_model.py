@@ -10,7 +10,7 @@ import pytest
 
 from cenic_gym import Box, ContactMaterial, SceneBuilder
 from cenic_gym import mujoco_model as mm
-from cenic_gym.render import RenderError, import_mujoco
+from cenic_gym.mujoco_model import RenderError, import_mujoco
 from cenic_gym.sim2real.rollout import make_env
 
 try:  # through cenic_gym.render: MUJOCO_GL=egl is set before the first import (rendering tests need it)

@@ -11,7 +11,7 @@ import pytest
 
 from cenic_gym import cli
 from cenic_gym.envs import go1_constants as gc
-from cenic_gym.render import RenderError, import_mujoco
+from cenic_gym.mujoco_model import RenderError, import_mujoco
 from cenic_gym.sim2real import sim2sim as s2s
 from cenic_gym.sim2real.policy import load_policy
 from cenic_gym.sim2real.rollout import make_env

@@ -138,8 +138,7 @@ def _sim2sim_section(env_id, policy, seeds, max_steps, env_kwargs, out):
     """The report's sim-to-sim lines (and sim2sim.png, episodes appended to episodes.jsonl); says why when it
     cannot run (mujoco not installed, a system MuJoCo does not map)."""
     lines = ["## Sim-to-sim (MuJoCo)", ""]
-    from ..mujoco_model import MappingError
-    from ..render import RenderError, import_mujoco
+    from ..mujoco_model import MappingError, RenderError, import_mujoco
 
     try:
         import_mujoco()

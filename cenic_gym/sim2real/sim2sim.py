@@ -39,8 +39,7 @@ import numpy as np
 from ..cenic import AdvanceStats
 from ..errors import SimulationError
 from ..external import JointPD, JointPID
-from ..mujoco_model import MappingError, MujocoModel, build_spec, scene_joints
-from ..render import import_mujoco
+from ..mujoco_model import MappingError, MujocoModel, build_spec, import_mujoco, scene_joints
 from .rollout import EpisodeResult, make_env, run_episode, state_divergence
 
 DEFAULT_TIMESTEP = 1e-3  # [s] MuJoCo's step (MuJoCo's default is 2 ms; 1 ms for the stiff finger PD)

@@ -238,7 +238,8 @@ def build_spec(system, timestep, shapes=None, mu=None, contact=None, integrator=
                             type=mujoco.mjtJoint.mjJNT_HINGE if ji.kind == "revolute" else mujoco.mjtJoint.mjJNT_SLIDE)
             if math.isfinite(ji.lower) or math.isfinite(ji.upper):
                 j.limited = mujoco.mjtLimited.mjLIMITED_TRUE
-                j.range = [ji.lower if math.isfinite(ji.lower) else -1e10, ji.upper if math.isfinite(ji.upper) else 1e10]
+                j.range = [ji.lower if math.isfinite(ji.lower) else -1e10,
+                           ji.upper if math.isfinite(ji.upper) else 1e10]
             else:
                 j.limited = mujoco.mjtLimited.mjLIMITED_FALSE
         I = ji.inertia

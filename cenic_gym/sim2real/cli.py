@@ -103,7 +103,8 @@ def add_parser(subparsers):
     _common(s2)
     _mujoco_options(s2)
     s2.add_argument("--plot", default=None, help="write the per-step divergence plot (PNG) here")
-    s2.add_argument("--xml", default=None, help="also write the generated MuJoCo scene (MJCF) of the first episode here")
+    s2.add_argument("--xml", default=None,
+                    help="also write the generated MuJoCo scene (MJCF) of the first episode here")
     s2.add_argument("--log", default=None, help="write every episode's summary as JSON lines")
     s2.set_defaults(func=_sim2sim)
     return top

@@ -10,8 +10,8 @@ and joint PD are handed to MuJoCo (``benchmarks/peers/peer_mujoco.py`` generates
 MultibodySystem with ``cenic_gym.mujoco_model``: same bodies, inertias, armature, limits, collision primitives, μ;
 MuJoCo's default contact softness, its Euler integrator, ``<position>`` actuators with our kp, kd and URDF effort
 limits, i.e. the PD is explicit in MuJoCo and implicit in CENIC). Both run ``TrotGait`` (2 Hz, 0.3 rad; joint
-targets a pure function of time, held over each 0.02 s control period) for ``--steps`` control periods. MuJoCo runs at the time steps
-people use for legged robots (2 and 5 ms, Playground's Go1 uses 4 ms) and at 10 ms.
+targets a pure function of time, held over each 0.02 s control period) for ``--steps`` control periods. MuJoCo runs
+at the time steps people use for legged robots (2 and 5 ms, Playground's Go1 uses 4 ms) and at 10 ms.
 
 Reported per engine/setting: forward speed along the initial heading (mean and min over episodes), falls (base
 tilted > 90°), the deepest robot/ground penetration (each engine's own signed distance: CENIC's

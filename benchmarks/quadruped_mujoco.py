@@ -6,12 +6,12 @@
 
 The CENIC paper claims CENIC is "competitive with discrete simulators" on a quadruped (§VII-C). This measures it
 on our task: per seed, CenicQuadruped-v0 is reset (random start yaw and base velocity), and the same state, model
-and joint PD are handed to MuJoCo (``benchmarks/peers/peer_mujoco.py`` generates the MJCF from our
-MultibodySystem: same bodies, inertias, armature, limits, collision primitives, μ; MuJoCo's default contact
-softness, its Euler integrator, ``<position>`` actuators with our kp, kd and URDF effort limits, i.e. the PD is
-explicit in MuJoCo and implicit in CENIC). Both run ``TrotGait`` (2 Hz, 0.3 rad; joint targets a pure function
-of time, held over each 0.02 s control period) for ``--steps`` control periods. MuJoCo runs at the time steps
-people use for legged robots (2 and 5 ms, Playground's Go1 uses 4 ms) and at 10 ms.
+and joint PD are handed to MuJoCo (``benchmarks/peers/peer_mujoco.py`` generates the scene from our
+MultibodySystem with ``cenic_gym.mujoco_model``: same bodies, inertias, armature, limits, collision primitives, μ;
+MuJoCo's default contact softness, its Euler integrator, ``<position>`` actuators with our kp, kd and URDF effort
+limits, i.e. the PD is explicit in MuJoCo and implicit in CENIC). Both run ``TrotGait`` (2 Hz, 0.3 rad; joint
+targets a pure function of time, held over each 0.02 s control period) for ``--steps`` control periods. MuJoCo runs
+at the time steps people use for legged robots (2 and 5 ms, Playground's Go1 uses 4 ms) and at 10 ms.
 
 Reported per engine/setting: forward speed along the initial heading (mean and min over episodes), falls (base
 tilted > 90°), the deepest robot/ground penetration (each engine's own signed distance: CENIC's

@@ -9,7 +9,7 @@
                         error vs cost over the accuracy ε (1e-2, 1e-3, 1e-4) against a tight reference run
     cenic-gym scenes    list the reference scenes
     cenic-gym list | train | eval | bench   envs and training (cenic_gym/train/cli.py)
-    cenic-gym sim2real {accuracy,robustness,export,record,replay,report} ...
+    cenic-gym sim2real {accuracy,robustness,export,record,replay,report,sim2sim} ...
                         sim-to-real evaluation of a policy (cenic_gym/sim2real/cli.py)
     cenic-gym --version print the installed version
 
@@ -184,7 +184,7 @@ def build_parser():
     from .train.cli import add_subcommands  # list, train, eval, bench
 
     add_subcommands(sub)
-    add_sim2real_parser(sub)  # cenic-gym sim2real {accuracy,robustness,export,record,replay,report}
+    add_sim2real_parser(sub)  # cenic-gym sim2real {accuracy,robustness,export,record,replay,report,sim2sim}
     return p
 
 

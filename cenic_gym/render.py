@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from .errors import CenicError
-from .model import Box, Capsule, ConvexMesh, Cylinder, HalfSpace, Sphere, matrix_to_quat_xyzw
+from .model import ConvexMesh, HalfSpace
+from .mujoco_model import RenderError, add_geom, geom_kind_size, import_mujoco, quat_wxyz
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 640, 480  # [px]
 MAX_SIZE = 4096  # [px] largest width or height of an offscreen frame
@@ -39,11 +39,6 @@ FIXED_RGBA = (0.55, 0.55, 0.58, 1.0)
 # visual meshes with more faces are simplified (vertex clustering on a grid of diagonal / MESH_CELLS): software GL
 # draws every triangle twice a frame (shadow map + image) and the Go1's Collada meshes have 680 k of them
 MESH_FACES, MESH_CELLS = 6000, 100
-
-
-class RenderError(CenicError, RuntimeError):
-    """Rendering cannot start: no offscreen GL context, or a missing optional package (``pip install
-    'cenic-gym[render]'``)."""
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -131,18 +126,19 @@ class VisualGeom:
 
 
 def _shape_geom(name, shape, rgba, joint, placement, geom):
-    """VisualGeom of one of our collision shapes."""
-    kinds = {Sphere: "sphere", Box: "box", Capsule: "capsule", Cylinder: "cylinder"}
+    """VisualGeom of one of our collision shapes (kind and size: :func:`cenic_gym.mujoco_model.geom_kind_size`; a
+    half-space drawn as a square of half side :data:`GROUND_HALF_SIZE`)."""
+    kind, size = geom_kind_size(shape)
     if isinstance(shape, HalfSpace):
-        return VisualGeom(name, "plane", np.array([GROUND_HALF_SIZE, GROUND_HALF_SIZE, 0.05]), rgba, joint,
+        return VisualGeom(name, kind, np.array([GROUND_HALF_SIZE, GROUND_HALF_SIZE, 0.05]), rgba, joint,
                           placement, geom)
     if isinstance(shape, ConvexMesh):
         from scipy.spatial import ConvexHull
 
         hull = ConvexHull(shape.vertices)
-        return VisualGeom(name, "mesh", np.zeros(3), rgba, joint, placement, geom,
-                          np.asarray(shape.vertices, float), np.asarray(hull.simplices, np.int32))
-    return VisualGeom(name, kinds[type(shape)], np.asarray(shape.size(), float), rgba, joint, placement, geom)
+        return VisualGeom(name, kind, size, rgba, joint, placement, geom, np.asarray(shape.vertices, float),
+                          np.asarray(hull.simplices, np.int32))
+    return VisualGeom(name, kind, size, rgba, joint, placement, geom)
 
 
 def simplify_mesh(vertices, faces, cell):
@@ -253,23 +249,6 @@ def visual_geoms(system):
 # --------------------------------------------------------------------------------------------------------------
 
 
-def import_mujoco():
-    """``mujoco``, with ``MUJOCO_GL=egl`` unless the user chose a backend (it must be set before the import)."""
-    if "mujoco" not in sys.modules:
-        os.environ.setdefault("MUJOCO_GL", "egl")
-    try:
-        import mujoco
-    except ImportError as e:
-        raise RenderError(f"rendering needs the mujoco package ({e}); install it with pip install "
-                          "'cenic-gym[render]'") from None
-    return mujoco
-
-
-def _quat_wxyz(R):
-    x, y, z, w = matrix_to_quat_xyzw(R)
-    return np.array([w, x, y, z])
-
-
 def build_twin_model(geoms, width, height):
     """The MuJoCo model of the twin: one mocap body per moving joint, the geometries on it, lights, a checker
     ground material; offscreen buffer of width × height [px]. Returns (MjModel, joints of the mocap bodies)."""
@@ -298,20 +277,10 @@ def build_twin_model(geoms, width, height):
     bodies = {0: spec.worldbody}
     for j in joints:
         bodies[j] = spec.worldbody.add_body(name=f"joint{j}", mocap=True)
-    types = {"sphere": mujoco.mjtGeom.mjGEOM_SPHERE, "box": mujoco.mjtGeom.mjGEOM_BOX,
-             "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE, "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
-             "mesh": mujoco.mjtGeom.mjGEOM_MESH, "plane": mujoco.mjtGeom.mjGEOM_PLANE}
-    for k, g in enumerate(geoms):
-        kw = dict(type=types[g.kind], size=list(g.size), rgba=list(g.rgba), contype=0, conaffinity=0,
-                  pos=list(g.placement.translation), quat=list(_quat_wxyz(g.placement.rotation)))
-        if g.kind == "mesh":
-            mesh = spec.add_mesh(name=f"mesh{k}", uservert=g.vertices.ravel().tolist(),
-                                 userface=g.faces.ravel().tolist())
-            kw["meshname"] = mesh.name
-        if g.kind == "plane":
-            kw["material"] = "ground"
-            kw.pop("rgba")
-        bodies[g.joint].add_geom(**kw)
+    for g in geoms:
+        look = dict(material="ground") if g.kind == "plane" else dict(rgba=list(g.rgba))
+        add_geom(mujoco, spec, bodies[g.joint], g.kind, g.size, g.placement, vertices=g.vertices, faces=g.faces,
+                 contype=0, conaffinity=0, **look)
     return spec.compile(), joints
 
 
@@ -363,7 +332,7 @@ class VisualTwin:
         for b, j in enumerate(self.joints):
             X = self._kin.oMi[j]
             self.data.mocap_pos[b] = X.translation
-            self.data.mocap_quat[b] = _quat_wxyz(X.rotation)
+            self.data.mocap_quat[b] = quat_wxyz(X.rotation)
         if shapes is not None:
             for k, i in self._resizable:
                 self.model.geom_size[k] = shapes[i].size()

@@ -346,10 +346,11 @@ def test_report_cli_with_an_exported_policy(tiny_ppo, tmp_path, capsys):
                  "| ε = 0.01 |", "| gain | 0, 0.25, 0.5, 1 |", "## Log replay",
                  "| ε = 1e-05 | 101 |"):
         assert part in md, part
-    for png in ("accuracy.png", "robustness.png", "replay.png"):
+    for png in ("accuracy.png", "robustness.png", "replay.png", "sim2sim.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
-    assert len(lines) == 3 + 2 * 4 and {x["sweep"] for x in lines} == {"accuracy", "robustness"}
+    assert len(lines) == 3 + 2 * 4 + 1 and {x["sweep"] for x in lines} == {"accuracy", "robustness", "sim2sim"}
+    assert "## Sim-to-sim (MuJoCo)" in md and "| CenicFranka-v0 | tiny | 1 |" in md
 
 
 def test_sb3_policy_runs_in_an_episode(tiny_ppo):

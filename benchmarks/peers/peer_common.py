@@ -9,14 +9,13 @@ angular velocity] per free body (cenic_gym.model.free_body_joint), so the metric
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import coal
 import numpy as np
 import pinocchio as pin
 from scipy.integrate import solve_ivp
 
-from cenic_gym import model as cg_model
+from cenic_gym import mujoco_model as cg_mujoco
 from cenic_gym import narrowphase as nph
 
 G = 9.81
@@ -25,64 +24,8 @@ G = 9.81
 # ---------------------------------------------------------------------------------------------------------------
 # Scene introspection
 # ---------------------------------------------------------------------------------------------------------------
-_AXES = {"X": np.array([1.0, 0.0, 0.0]), "Y": np.array([0.0, 1.0, 0.0]), "Z": np.array([0.0, 0.0, 1.0])}
-
-
-@dataclass
-class JointInfo:
-    """One Pinocchio joint of a cenic-gym system with the rigid body it carries (the body frame is the joint frame).
-
-    kind: "free" (cenic_gym.model.free_body_joint on the world: q = [p, quaternion x y z w], v = [world linear
-    velocity, body angular velocity]), "revolute" or "prismatic" (1 DOF about / along ``axis`` in the joint frame)."""
-
-    joint: int
-    name: str
-    kind: str
-    parent: int
-    X_pj: pin.SE3  # joint frame in the parent joint's frame at q = 0
-    axis: np.ndarray
-    iq: int
-    iv: int
-    lower: float
-    upper: float
-    damping: float
-    armature: float
-    mass: float
-    com: np.ndarray  # in the body frame
-    inertia: np.ndarray  # (3, 3) about the com, body frame
-
-
-def scene_joints(system):
-    """All joints of a cenic-gym system, parents before children; NotImplementedError for joint types the peer
-    translation does not handle."""
-    m = system.model
-    out = []
-    for j in range(1, m.njoints):
-        jm = m.joints[j]
-        short = jm.shortname()
-        iq, iv = m.idx_qs[j], m.idx_vs[j]
-        if cg_model.is_free_body_joint(jm):
-            if m.parents[j] != 0:
-                raise NotImplementedError(f"joint {m.names[j]!r}: free joint below another body")
-            kind, axis = "free", np.zeros(3)
-        elif short in ("JointModelRX", "JointModelRY", "JointModelRZ"):
-            kind, axis = "revolute", _AXES[short[-1]]
-        elif short in ("JointModelPX", "JointModelPY", "JointModelPZ"):
-            kind, axis = "prismatic", _AXES[short[-1]]
-        elif short == "JointModelRevoluteUnaligned":
-            kind, axis = "revolute", np.array(jm.extract().axis, dtype=float)
-        elif short == "JointModelPrismaticUnaligned":
-            kind, axis = "prismatic", np.array(jm.extract().axis, dtype=float)
-        else:
-            raise NotImplementedError(f"joint {m.names[j]!r} of type {short} is not translated to the peers")
-        one = kind != "free"
-        Y = m.inertias[j]
-        out.append(JointInfo(
-            j, m.names[j], kind, int(m.parents[j]), m.jointPlacements[j], axis, iq, iv,
-            float(m.lowerPositionLimit[iq]) if one else -math.inf, float(m.upperPositionLimit[iq]) if one else math.inf,
-            float(m.damping[iv]) if one else 0.0, float(m.armature[iv]) if one else 0.0,
-            float(Y.mass), np.array(Y.lever), np.array(Y.inertia)))
-    return out
+# one description of a system's joints for every peer (and the package's MuJoCo mapping)
+JointInfo, scene_joints = cg_mujoco.JointInfo, cg_mujoco.scene_joints
 
 
 FreeBody = JointInfo

@@ -6,6 +6,8 @@
     cenic-gym sim2real record     --policy scripted --out log.csv    (a log made by our simulator)
     cenic-gym sim2real replay     log.csv [--accuracy 1e-5] [--plot replay.png]
     cenic-gym sim2real report     --policy scripted --out report/ [--log log.csv]
+    cenic-gym sim2real sim2sim    --policy scripted [--env CenicFranka-v0] [--episodes 5] [--timestep 1e-3]
+                                  (the same seeded episodes in cenic-gym and with MuJoCo as the physics)
 """
 from __future__ import annotations
 
@@ -93,8 +95,28 @@ def add_parser(subparsers):
     rep.add_argument("--accuracies", type=positive_number(), nargs="+", default=None)
     rep.add_argument("--fixed-steps", type=positive_number(), nargs="+", default=None)
     rep.add_argument("--families", nargs="+", default=None)
+    rep.add_argument("--no-sim2sim", action="store_true", help="leave out the MuJoCo sim-to-sim section")
     rep.set_defaults(func=_report)
+
+    s2 = sub.add_parser("sim2sim", help="the same seeded episodes in cenic-gym and with MuJoCo as the physics: "
+                                        "success rates and gaps")
+    _common(s2)
+    _mujoco_options(s2)
+    s2.add_argument("--plot", default=None, help="write the per-step divergence plot (PNG) here")
+    s2.add_argument("--xml", default=None,
+                    help="also write the generated MuJoCo scene (MJCF) of the first episode here")
+    s2.add_argument("--log", default=None, help="write every episode's summary as JSON lines")
+    s2.set_defaults(func=_sim2sim)
     return top
+
+
+def _mujoco_options(p):
+    from .sim2sim import DEFAULT_INTEGRATOR, DEFAULT_TIMESTEP
+
+    p.add_argument("--timestep", type=positive_number(), default=DEFAULT_TIMESTEP,
+                   help=f"MuJoCo's time step [s] (default {DEFAULT_TIMESTEP:g})")
+    p.add_argument("--integrator", default=DEFAULT_INTEGRATOR, choices=("implicitfast", "euler", "implicit", "rk4"),
+                   help=f"MuJoCo's integrator (default {DEFAULT_INTEGRATOR})")
 
 
 def _families(names):
@@ -191,8 +213,41 @@ def _report(a):
     kw = {k: v for k, v in (("accuracies", a.accuracies), ("fixed_steps", a.fixed_steps)) if v is not None}
     path = write_report(a.env, load_policy(a.policy, a.env), a.out, list(range(a.episodes)),
                         families=_families(a.families), max_steps=a.max_steps, log=a.log, env_kwargs=a.env_kwargs,
-                        progress=lambda *p: _progress(*p), **kw)
+                        progress=lambda *p: _progress(*p), sim2sim=not a.no_sim2sim, **kw)
     print(f"report written to {path}")
+    return 0
+
+
+def _sim2sim(a):
+    from .policy import load_policy
+    from .sim2sim import sim2sim, sim2sim_table
+
+    def progress(seed, ep):
+        r = ep.row()
+        print(f"  seed {seed}: success cenic-gym {r['success_cenic']}, MuJoCo {r['success_mujoco']}; max divergence "
+              f"{r['max_divergence']:.2e}", flush=True)
+
+    from ..mujoco_model import MappingError
+
+    try:
+        res = sim2sim(a.env, load_policy(a.policy, a.env), range(a.episodes), max_steps=a.max_steps,
+                      timestep=a.timestep, integrator=a.integrator, env_kwargs=a.env_kwargs, progress=progress)
+    except MappingError as e:
+        raise SystemExit(f"cenic-gym sim2real sim2sim: {a.env} cannot run in MuJoCo: {e}") from None
+    print(sim2sim_table([res]))
+    if a.log:
+        with open(a.log, "w") as f:
+            for e in res.episodes:
+                f.write(json.dumps(dict(env=res.env_id, policy=res.policy, **res.options, **e.row())) + "\n")
+    if a.plot:
+        from .report import plot_sim2sim
+
+        plot_sim2sim([res], a.plot)
+    if a.xml:
+        from .sim2sim import scene_xml
+
+        with open(a.xml, "w") as f:
+            f.write(scene_xml(a.env, a.env_kwargs, seed=0, timestep=a.timestep, integrator=a.integrator))
     return 0
 
 

@@ -179,7 +179,8 @@ class OnnxPolicy:
         return self.runtime(obs)
 
 
-SCRIPTED = {"scripted": ("CenicFranka-v0", "cenic_gym.envs.franka_box", "ScriptedExpert")}
+SCRIPTED = {"scripted": ("CenicFranka-v0", "cenic_gym.envs.franka_box", "ScriptedExpert"),
+            "trot": ("CenicQuadruped-v0", "cenic_gym.envs.quadruped", "TrotGait")}  # open-loop gait
 
 
 def load_sb3(path):

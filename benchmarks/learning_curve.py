@@ -1,7 +1,8 @@
 """Learning curve: SB3 SAC + HER on CenicFrankaGoal-v0's reach rung (cenic_gym/train/configs.py).
 
     python benchmarks/learning_curve.py [--minutes 15] [--steps 30000] [--reward-type sparse|dense]
-                                        [--preset fetch|table] [--out benchmarks/learning_curve] [--plot-only]
+                                        [--preset fetch|table] [--ee-delta-origin measured|target]
+                                        [--out benchmarks/learning_curve] [--plot-only]
 
 Trains with the project's config for at most ``--minutes`` of wall time (or ``--steps``), evaluating every
 ``eval_every`` env steps (deterministic policy, ``eval_episodes`` episodes: success rate and mean return). Writes
@@ -53,12 +54,14 @@ def curve(run_dir):
             for e in succ]
 
 
-def run_cenic(minutes, steps, seed, out_dir, reward_type, preset):
+def run_cenic(minutes, steps, seed, out_dir, reward_type, preset, origin=None):
     from cenic_gym.train import RunSpec, configs, get_config, sb3_backend
 
     cfg = get_config("CenicFrankaGoal-v0", "sac")
     cfg["eval_episodes"] = 10
     cfg["env_kwargs"] = dict(configs.REACH if preset == "fetch" else configs.REACH_TABLE, reward_type=reward_type)
+    if origin is not None:
+        cfg["env_kwargs"]["ee_delta_origin"] = origin
     spec = RunSpec("CenicFrankaGoal-v0", "sac", "sb3", cfg["env_kwargs"], seed, steps, 0, 1)
     t0 = time.perf_counter()
     sb3_backend.train(spec, cfg, out_dir, progress=False, callbacks=[wall_limit(60 * minutes)])
@@ -90,9 +93,9 @@ def plot(curves, path):
         ax.set_xlabel("env steps")
     for ax in axes[:, 1]:
         ax.set_xlabel("wall time [min]")
-    axes[0, 0].legend()
-    fig.suptitle("SB3 SAC + HER, reach (deterministic evaluation episodes)")
-    fig.tight_layout()
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8)
+    fig.suptitle("SB3 SAC + HER, reach (deterministic evaluation episodes, 10 per point)")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -107,6 +110,8 @@ def main():
     p.add_argument("--preset", choices=("fetch", "table"), default="fetch",
                    help="fetch: FetchReach's goal range (15 cm) and threshold (5 cm), deltas from the measured TCP "
                         "(configs.REACH); table: goals above the target region, 2.5 cm (configs.REACH_TABLE)")
+    p.add_argument("--ee-delta-origin", choices=("measured", "target"), default=None,
+                   help="override the preset's ee_delta_origin (an ablation of the measured-origin deltas)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "learning_curve"))
     p.add_argument("--plot-only", action="store_true", help="redraw the plot from <out>.json, no training")
     a = p.parse_args()
@@ -115,10 +120,11 @@ def main():
     summary = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
     if not a.plot_only:
         load0 = os.getloadavg()
-        name = f"reach_{a.preset}_{a.reward_type}"
-        key = (f"CenicFrankaGoal-v0 reach, {a.reward_type} reward" if a.preset == "table" else
-               f"CenicFrankaGoal-v0 reach (FetchReach task), {a.reward_type} reward")
-        wall, cfg = run_cenic(a.minutes, a.steps, a.seed, runs / name, a.reward_type, a.preset)
+        origin = "" if a.ee_delta_origin is None else f", {a.ee_delta_origin}-origin deltas"
+        name = f"reach_{a.preset}_{a.reward_type}" + ("" if a.ee_delta_origin is None else f"_{a.ee_delta_origin}")
+        key = (f"CenicFrankaGoal-v0 reach (table task{origin}), {a.reward_type} reward" if a.preset == "table" else
+               f"CenicFrankaGoal-v0 reach (FetchReach task{origin}), {a.reward_type} reward")
+        wall, cfg = run_cenic(a.minutes, a.steps, a.seed, runs / name, a.reward_type, a.preset, a.ee_delta_origin)
         summary[key] = dict(wall_s=wall, evals=curve(runs / name), env_kwargs=cfg["env_kwargs"],
                             machine=dict(machine=machine_line(), code=git_rev(), load_before=load0,
                                          load_after=os.getloadavg(),

@@ -103,7 +103,7 @@ class FrankaBoxEnv(CenicEnv):
     the arm's previous target, which the PD (ω = 20 rad/s) follows with a lag: at |a| = 1 and 2 cm per step the
     target leads the TCP by ~4 cm and the TCP coasts on after the actions stop. With ``"measured"`` (FetchReach's
     convention: its mocap is reset to the gripper before each delta) the new target is the measured TCP position
-    plus the delta, so the target never leads the TCP by more than one delta and the observation determines it.
+    plus the delta, so the target never leads the TCP by more than one delta (the TCP stops within a step).
 
     ## Observation space
 
@@ -192,7 +192,7 @@ class FrankaBoxEnv(CenicEnv):
         if cfg["ee_delta_origin"] not in ("target", "measured"):
             raise ValueError(f"ee_delta_origin must be 'target' or 'measured', got {cfg['ee_delta_origin']!r}")
         r = cfg["reach_goal_range"]
-        if r is not None and not (isinstance(r, (int, float)) and math.isfinite(r) and r >= 0):
+        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0):
             raise ValueError(f"reach_goal_range must be None or a finite half-width >= 0 [m], got {r!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (8,), np.float32)
         obs = spaces.Box(-np.inf, np.inf, (49,), np.float32)

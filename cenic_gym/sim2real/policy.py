@@ -184,8 +184,8 @@ SCRIPTED = {"scripted": ("CenicFranka-v0", "cenic_gym.envs.franka_box", "Scripte
 
 def load_sb3(path):
     """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, A2C, SAC, TD3, DDPG, with or without HER: the
-    algorithm is read from the file's policy class); the ``VecNormalize`` statistics are loaded from ``<stem>.vecnormalize.pkl`` beside it
-    when present."""
+    algorithm is read from the file's policy class); the ``VecNormalize`` statistics are loaded from
+    ``<stem>.vecnormalize.pkl`` beside it when present."""
     import json
     import pickle
     import zipfile

@@ -1,14 +1,17 @@
 """Learning curve: SB3 SAC + HER on CenicFrankaGoal-v0's reach rung (cenic_gym/train/configs.py).
 
     python benchmarks/learning_curve.py [--minutes 15] [--steps 30000] [--reward-type sparse|dense]
-                                        [--out benchmarks/learning_curve]
+                                        [--preset fetch|table] [--ee-delta-origin measured|target]
+                                        [--out benchmarks/learning_curve] [--plot-only]
 
 Trains with the project's config for at most ``--minutes`` of wall time (or ``--steps``), evaluating every
 ``eval_every`` env steps (deterministic policy, ``eval_episodes`` episodes: success rate and mean return). Writes
 ``<out>.png`` (success rate and return against env steps and wall minutes) and ``<out>.json`` (every evaluation:
 steps, wall seconds, success rate, mean return), and prints the machine and its load. The run folder goes to
-``runs/learning_curve/``. (FetchReach side by side is not here: gymnasium-robotics 1.4.2's FetchReach fails to build
-its model under mujoco 4.0.0, the version installed on this machine.)
+``runs/learning_curve/``. ``--preset fetch`` (default) is the config's task (``configs.REACH``: FetchReach's goal range
+and threshold), ``--preset table`` the harder table-target variant (``configs.REACH_TABLE``). Every run already in
+``<out>.json`` stays and is plotted, FetchReach's included (``benchmarks/fetchreach_curve.py``, run in its own venv:
+gymnasium-robotics 1.4.2's FetchReach does not build under mujoco 4.0.0); ``--plot-only`` redraws without training.
 """
 from __future__ import annotations
 
@@ -51,12 +54,14 @@ def curve(run_dir):
             for e in succ]
 
 
-def run_cenic(minutes, steps, seed, out_dir, reward_type):
-    from cenic_gym.train import RunSpec, get_config, sb3_backend
+def run_cenic(minutes, steps, seed, out_dir, reward_type, preset, origin=None):
+    from cenic_gym.train import RunSpec, configs, get_config, sb3_backend
 
     cfg = get_config("CenicFrankaGoal-v0", "sac")
     cfg["eval_episodes"] = 10
-    cfg["env_kwargs"]["reward_type"] = reward_type
+    cfg["env_kwargs"] = dict(configs.REACH if preset == "fetch" else configs.REACH_TABLE, reward_type=reward_type)
+    if origin is not None:
+        cfg["env_kwargs"]["ee_delta_origin"] = origin
     spec = RunSpec("CenicFrankaGoal-v0", "sac", "sb3", cfg["env_kwargs"], seed, steps, 0, 1)
     t0 = time.perf_counter()
     sb3_backend.train(spec, cfg, out_dir, progress=False, callbacks=[wall_limit(60 * minutes)])
@@ -88,9 +93,9 @@ def plot(curves, path):
         ax.set_xlabel("env steps")
     for ax in axes[:, 1]:
         ax.set_xlabel("wall time [min]")
-    axes[0, 0].legend()
-    fig.suptitle("SB3 SAC + HER, reach (deterministic evaluation episodes)")
-    fig.tight_layout()
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8)
+    fig.suptitle("SB3 SAC + HER, reach (deterministic evaluation episodes, 10 per point)")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -102,19 +107,29 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reward-type", choices=("sparse", "dense"), default="sparse",
                    help="the goal env's reward: sparse -1/0 at 2.5 cm, or dense -distance [m] (HER relabels both)")
+    p.add_argument("--preset", choices=("fetch", "table"), default="fetch",
+                   help="fetch: FetchReach's goal range (15 cm) and threshold (5 cm), deltas from the measured TCP "
+                        "(configs.REACH); table: goals above the target region, 2.5 cm (configs.REACH_TABLE)")
+    p.add_argument("--ee-delta-origin", choices=("measured", "target"), default=None,
+                   help="override the preset's ee_delta_origin (an ablation of the measured-origin deltas)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "learning_curve"))
+    p.add_argument("--plot-only", action="store_true", help="redraw the plot from <out>.json, no training")
     a = p.parse_args()
     runs = REPO / "runs" / "learning_curve"
     out = Path(a.out)
     summary = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
-    load0 = os.getloadavg()
-    name = f"reach_{a.reward_type}"
-    wall, cfg = run_cenic(a.minutes, a.steps, a.seed, runs / name, a.reward_type)
-    summary[f"CenicFrankaGoal-v0 reach, {a.reward_type} reward"] = dict(wall_s=wall, evals=curve(runs / name),
-                                                                       env_kwargs=cfg["env_kwargs"])
-    summary["_machine"] = dict(machine=machine_line(), code=git_rev(), load_before=load0, load_after=os.getloadavg(),
-                               versions=versions("stable-baselines3", "torch", "gymnasium"))
-    out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
+    if not a.plot_only:
+        load0 = os.getloadavg()
+        origin = "" if a.ee_delta_origin is None else f", {a.ee_delta_origin}-origin deltas"
+        name = f"reach_{a.preset}_{a.reward_type}" + ("" if a.ee_delta_origin is None else f"_{a.ee_delta_origin}")
+        key = (f"CenicFrankaGoal-v0 reach (table task{origin}), {a.reward_type} reward" if a.preset == "table" else
+               f"CenicFrankaGoal-v0 reach (FetchReach task{origin}), {a.reward_type} reward")
+        wall, cfg = run_cenic(a.minutes, a.steps, a.seed, runs / name, a.reward_type, a.preset, a.ee_delta_origin)
+        summary[key] = dict(wall_s=wall, evals=curve(runs / name), env_kwargs=cfg["env_kwargs"],
+                            machine=dict(machine=machine_line(), code=git_rev(), load_before=load0,
+                                         load_after=os.getloadavg(),
+                                         versions=versions("stable-baselines3", "torch", "gymnasium")))
+        out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
     plot({k: v["evals"] for k, v in summary.items() if not k.startswith("_")}, out.with_suffix(".png"))
     for name, v in summary.items():
         if name.startswith("_"):
@@ -125,7 +140,7 @@ def main():
             f"{first90['steps']} steps, {first90['wall_s'] / 60:.1f} min"
         print(f"{name}: {v['wall_s'] / 60:.1f} min, {v['evals'][-1]['steps']} steps; best success "
               f"{best['success_rate']:.2f} at {best['steps']} steps; >= 0.9 first at {reached}")
-    print(summary["_machine"])
+    print({k: v.get("machine", summary.get("_machine")) for k, v in summary.items() if not k.startswith("_")})
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ def default_config():
         action_type="joint_delta",  # or "ee_delta" (6-D end-effector delta by differential IK)
         joint_delta_scale=0.05,  # arm target change [rad] per step at |a| = 1 (1 rad/s)
         ee_delta_scale=(0.02, 0.15),  # TCP target change [m], [rad] per step at |a| = 1
+        ee_delta_origin="target",  # or "measured": the translation delta moves the measured TCP, not the target
         arm_kp=pc.ARM_KP, arm_kd=pc.ARM_KD, grip_kp=pc.GRIP_KP, grip_kd=pc.GRIP_KD, grip_force=pc.GRIP_FORCE,
         armature=pc.ARMATURE,
         box_size=(0.16, 0.06, 0.21),  # (x, y, z) side lengths in the box frame; grasped across y (6 cm)
@@ -49,6 +50,8 @@ def default_config():
         task="pick_place",  # or "reach" (goal-conditioned curriculum rung: bring the TCP to the goal)
         reward_type="dense",  # "sparse" for the goal-conditioned form
         goal_threshold=0.025,
+        reach_goal_range=None,  # task="reach": None (goal 10 cm above a target_xy draw) or a half-width [m]:
+        # goal = start TCP + U(-r, r) per axis (FetchReach's target_range)
     )
 
 
@@ -96,6 +99,12 @@ class FrankaBoxEnv(CenicEnv):
     |       |                                                      | 6: unused                                    |
     | 7     | gripper: opening target (a + 1)/2 × 4 cm per finger; the fingers squeeze with at most 20 N        |
 
+    ee_delta scales are ``ee_delta_scale`` (m, rad). By default (``ee_delta_origin="target"``) each delta moves
+    the arm's previous target, which the PD (ω = 20 rad/s) follows with a lag: at |a| = 1 and 2 cm per step the
+    target leads the TCP by ~4 cm and the TCP coasts on after the actions stop. With ``"measured"`` (FetchReach's
+    convention: its mocap is reset to the gripper before each delta) the new target is the measured TCP position
+    plus the delta, so the target never leads the TCP by more than one delta (the TCP stops within a step).
+
     ## Observation space
 
     ``Box(-inf, inf, (49,), float32)`` (world frame, SI units):
@@ -139,7 +148,9 @@ class FrankaBoxEnv(CenicEnv):
 
     Arm at the SRDF home pose plus U(±0.02) rad per joint, fingers open (4 cm each). Box upright, resting on the
     table at x ∈ [0.45, 0.60], y ∈ [−0.30, −0.10] m, yaw ∈ [−0.6, 0.6] rad; target at x ∈ [0.45, 0.60],
-    y ∈ [0.10, 0.30] m. With ``domain_randomization``: box mass U(0.25, 0.6) kg, box μ U(0.6, 1.2), table μ
+    y ∈ [0.10, 0.30] m. For ``task="reach"`` the goal is 10 cm above that target (z = box rest height + 0.1 m),
+    or, with ``reach_goal_range`` = r [m], the start TCP position + U(−r, r) per axis (FetchReach: r = 0.15 m).
+    With ``domain_randomization``: box mass U(0.25, 0.6) kg, box μ U(0.6, 1.2), table μ
     U(0.35, 0.7), arm K_p × U(0.8, 1.2), each box side × U(0.85, 1.15) (inertia follows) per episode (setters:
     nothing is rebuilt).
 
@@ -178,6 +189,11 @@ class FrankaBoxEnv(CenicEnv):
             raise ValueError(f"task must be 'pick_place' or 'reach', got {cfg['task']!r}")
         if cfg["reward_type"] not in ("dense", "sparse"):
             raise ValueError(f"reward_type must be 'dense' or 'sparse', got {cfg['reward_type']!r}")
+        if cfg["ee_delta_origin"] not in ("target", "measured"):
+            raise ValueError(f"ee_delta_origin must be 'target' or 'measured', got {cfg['ee_delta_origin']!r}")
+        r = cfg["reach_goal_range"]
+        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0):
+            raise ValueError(f"reach_goal_range must be None or a finite half-width >= 0 [m], got {r!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (8,), np.float32)
         obs = spaces.Box(-np.inf, np.inf, (49,), np.float32)
         if cfg.get("goal_conditioned"):
@@ -254,8 +270,11 @@ class FrankaBoxEnv(CenicEnv):
         sim.set_state(q=q, v=np.zeros(self.system.nv))
         self.arm.set_target(q_d=q[self.arm_q], v_d=0.0)
         self.grip.set_target(q_d=pc.FINGER_OPEN)
-        if c["task"] == "reach":  # the goal: a TCP position above the table
+        if c["task"] == "reach" and c["reach_goal_range"] is None:  # the goal: a TCP position above the table
             self.target = np.array([tx, ty, self.rest_z + 0.1])
+        elif c["task"] == "reach":  # FetchReach's goal: a box of half-width r around the start TCP
+            r = c["reach_goal_range"]
+            self.target = sim.body_pose(pc.TCP)[0] + rng.uniform(-r, r, 3)
 
     def _apply_action(self, action):
         c = self.config
@@ -263,19 +282,23 @@ class FrankaBoxEnv(CenicEnv):
         if c["action_type"] == "joint_delta":
             q_d = q_d + c["joint_delta_scale"] * action[:7]
         else:
-            q_d = self._ik_delta(q_d, action[:3] * c["ee_delta_scale"][0], action[3:6] * c["ee_delta_scale"][1])
+            origin = self.sim.body_pose(pc.TCP)[0] if c["ee_delta_origin"] == "measured" else None
+            q_d = self._ik_delta(q_d, action[:3] * c["ee_delta_scale"][0], action[3:6] * c["ee_delta_scale"][1],
+                                 origin)
         self.arm.set_target(q_d=np.clip(q_d, self.arm_lower, self.arm_upper))
         self.grip.set_target(q_d=0.5 * (action[7] + 1.0) * pc.FINGER_OPEN)
 
-    def _ik_delta(self, q_d, dp, drot, iterations=3, damping=1e-4):
-        """Arm targets whose TCP pose is the current target's moved by dp [m] and rotated by drot [rad] (world
-        frame): damped least squares on the TCP Jacobian (LOCAL_WORLD_ALIGNED), a few iterations."""
+    def _ik_delta(self, q_d, dp, drot, origin=None, iterations=3, damping=1e-4):
+        """Arm targets whose TCP pose is the current target's rotated by drot [rad] and moved by dp [m] (world
+        frame) from ``origin`` [m] (the target's TCP position when None; the measured one for
+        ``ee_delta_origin="measured"``): damped least squares on the TCP Jacobian (LOCAL_WORLD_ALIGNED), a few
+        iterations from q_d."""
         m, d = self.system.model, self._kin
         q = self.sim.q
         q[self.arm_q] = q_d
         pin.framesForwardKinematics(m, d, q)
         X = d.oMf[self.tcp]
-        goal = pin.SE3(pin.exp3(drot) @ X.rotation, X.translation + dp)
+        goal = pin.SE3(pin.exp3(drot) @ X.rotation, (X.translation if origin is None else origin) + dp)
         for _ in range(iterations):
             pin.framesForwardKinematics(m, d, q)
             X = d.oMf[self.tcp]

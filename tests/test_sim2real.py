@@ -454,6 +454,35 @@ def test_goal_conditioned_sb3_policy_is_evaluated_but_not_exported(tmp_path):
         export.export_policy(tmp_path / "sac.zip", tmp_path, ENV)
 
 
+def test_sac_her_model_loads_without_its_env_and_acts_as_trained(tmp_path):
+    """An SB3 SAC + HER model (what `cenic-gym train CenicFrankaGoal-v0 --algo sac` saves) loads for evaluation
+    without an env (SB3 itself refuses: HER needs one) and gives the trained model's deterministic actions."""
+    import torch
+    from stable_baselines3 import SAC, HerReplayBuffer
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    torch.set_num_threads(1)
+    kw = dict(goal_conditioned=True, task="reach", reward_type="sparse", max_episode_steps=8)
+    venv = VecNormalize(DummyVecEnv([lambda: make_env(ENV, **kw)]), norm_reward=False)
+    model = SAC("MultiInputPolicy", venv, learning_starts=16, batch_size=16, policy_kwargs=dict(net_arch=[16]),
+                replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(n_sampled_goal=2), seed=0,
+                device="cpu")
+    model.learn(24)
+    model.save(tmp_path / "her.zip")
+    venv.save(tmp_path / "her.vecnormalize.pkl")
+    with pytest.raises(AssertionError, match="HerReplayBuffer"):
+        SAC.load(tmp_path / "her.zip", device="cpu")  # why load_sb3 drops the replay buffer settings
+    policy = load_policy(tmp_path / "her.zip", ENV)
+    assert policy.model.replay_buffer_class is not HerReplayBuffer
+    env = make_env(ENV, **kw)
+    obs, _ = env.reset(seed=3)
+    expected = model.predict(venv.normalize_obs(obs), deterministic=True)[0]
+    np.testing.assert_array_equal(policy(obs), expected)
+    sweep = accuracy.accuracy_sweep(ENV, policy, [0], accuracies=(1e-3,), fixed_steps=(), env_kwargs=kw,
+                                    max_steps=2)
+    assert sweep.rows[0].summary["mean_steps"] == 2
+
+
 def test_sac_export_reproduces_actions(tmp_path):
     """SAC's squashed Gaussian actor (the off-policy path of folded_module): exported and checked to 1e-5."""
     import torch

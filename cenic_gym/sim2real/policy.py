@@ -184,9 +184,9 @@ SCRIPTED = {"scripted": ("CenicFranka-v0", "cenic_gym.envs.franka_box", "Scripte
 
 
 def load_sb3(path):
-    """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, A2C, SAC, TD3, DDPG: the algorithm is read from the
-    file's policy class); the ``VecNormalize`` statistics are loaded from ``<stem>.vecnormalize.pkl`` beside it
-    when present."""
+    """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, A2C, SAC, TD3, DDPG, with or without HER: the
+    algorithm is read from the file's policy class); the ``VecNormalize`` statistics are loaded from
+    ``<stem>.vecnormalize.pkl`` beside it when present."""
     import json
     import pickle
     import zipfile
@@ -208,7 +208,11 @@ def load_sb3(path):
         algo = sb3.PPO if "clip_range" in data else sb3.A2C
     else:
         raise ValueError(f"{str(path)!r}: unsupported SB3 policy class from {module!r} (PPO, A2C, SAC, TD3, DDPG)")
-    model = algo.load(str(path), device="cpu")
+    # an off-policy model trained with HER cannot be loaded without its env (SB3 asserts one for HerReplayBuffer):
+    # evaluation needs no replay buffer, so load it with a one-transition default buffer instead
+    custom = dict(replay_buffer_class=None, replay_buffer_kwargs={}, buffer_size=1) if algo in (sb3.SAC, sb3.TD3) \
+        else None
+    model = algo.load(str(path), device="cpu", custom_objects=custom)
     norm_path = path.with_name(path.stem + ".vecnormalize.pkl")
     vecnormalize = None
     if norm_path.exists():

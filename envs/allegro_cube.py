@@ -513,7 +513,7 @@ class ScriptedRotator:
     def __init__(self, env, target=math.radians(100.0), lead=math.radians(15.0), depth=0.004, clearance=0.015,
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
                  clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
-                 stall_widen=math.radians(15.0)):
+                 stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=0):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -523,6 +523,7 @@ class ScriptedRotator:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
         self.window, self.stall_steps, self.stall_widen = window, stall_steps, stall_widen
+        self.retreat, self.retreat_steps = retreat, retreat_steps
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -536,6 +537,7 @@ class ScriptedRotator:
         self.phase = {f: "free" for f in self.ZONES}
         self.count = {f: 0 for f in self.ZONES}
         self.q_des = NOMINAL.copy()
+        self._retreat = {f: None for f in self.ZONES}
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
         self._q_prev = None
         self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
@@ -564,6 +566,16 @@ class ScriptedRotator:
         half_diag = 0.5 * math.sqrt(2.0) * self.env.params["cube_size"]
         p = centre[:2] + (half_diag + outward) * radial - behind * tangent
         return np.array([p[0], p[1], self.z_push])
+
+    def _tip_position(self, finger, q_finger):
+        """Fingertip sphere centre (3,) [m] (world) of ``finger`` at joint angles ``q_finger``, the others at
+        NOMINAL."""
+        e, m, d = self.env, self._model, self._data
+        q = np.array(e.system.q0, dtype=float)
+        q[e.hand_q] = NOMINAL
+        q[e.hand_q[4 * finger:4 * finger + 4]] = q_finger
+        pin.framesForwardKinematics(m, d, q)
+        return d.oMf[self._tips[finger]].translation.copy()
 
     def finger_ik(self, finger, target, q_finger, iters=30, damping=1e-4):
         """Joint angles (4,) [rad] of ``finger`` (0 index … 3 thumb) putting its fingertip sphere centre at
@@ -606,9 +618,22 @@ class ScriptedRotator:
                 phi = None  # another finger has this edge
             if phi is not None and self.phase[f] == "free" and phi < start - self.window and not stalled:
                 phi = None  # deep in the zone: wait for the next edge
+            if self.phase[f] == "retreat":
+                phi = None  # finish backing off before the next edge
             if phi is not None:
                 claimed.append(phi)
-            if phi is None:
+            if phi is None and self.phase[f] in ("push", "retreat") and self.retreat_steps:
+                if self.phase[f] == "push":
+                    self.phase[f], self.count[f] = "retreat", 0
+                    tip = self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], dtype=float))
+                    out = tip[:2] - centre[:2]
+                    out = out / max(float(np.linalg.norm(out)), 1e-9)
+                    self._retreat[f] = np.array([*(tip[:2] + self.retreat * out), tip[2]])
+                self.count[f] += 1
+                target = self._retreat[f]
+                if self.count[f] >= self.retreat_steps:
+                    self.phase[f], self.count[f] = "free", 0
+            elif phi is None:
                 self.phase[f], self.count[f] = "free", 0
                 wait = start + math.radians(10.0)
                 target = self._edge_target(centre, wait, 0.0, self.R_TIP + self.clearance)

@@ -513,7 +513,7 @@ class ScriptedRotator:
     def __init__(self, env, target=math.radians(100.0), lead=math.radians(15.0), depth=0.004, clearance=0.015,
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
                  clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
-                 stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=0):
+                 stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=0, regrip=0, guard=None, guard_cos=0.5, fence=None):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -523,7 +523,9 @@ class ScriptedRotator:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
         self.window, self.stall_steps, self.stall_widen = window, stall_steps, stall_widen
-        self.retreat, self.retreat_steps = retreat, retreat_steps
+        self.retreat, self.retreat_steps, self.regrip = retreat, retreat_steps, regrip
+        self.guard, self.guard_cos = guard, guard_cos
+        self.fence = None if fence is None else np.asarray(fence, dtype=float)
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -609,6 +611,10 @@ class ScriptedRotator:
         else:
             self._still += 1
         stalled = self.stall_steps is not None and self._still >= self.stall_steps
+        if self.regrip and stalled and (self._still - self.stall_steps) % self.regrip == 0:
+            for f in self.zones:  # a push that turns nothing: clear the edge and approach it again
+                if self.phase[f] == "push":
+                    self.phase[f], self.count[f] = "free", 0
         q_des = self.q_des.copy()
         claimed = []  # edges (angles) already pushed by a finger this period
         for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
@@ -618,6 +624,10 @@ class ScriptedRotator:
                 phi = None  # another finger has this edge
             if phi is not None and self.phase[f] == "free" and phi < start - self.window and not stalled:
                 phi = None  # deep in the zone: wait for the next edge
+            if phi is not None and self.guard is not None and (
+                    (centre[0] < self.guard[0] and math.sin(phi) < -self.guard_cos) or
+                    (centre[1] < self.guard[1] and -math.cos(phi) < -self.guard_cos)):
+                phi = None  # this push would carry the cube further towards the heel / the thumb side
             if self.phase[f] == "retreat":
                 phi = None  # finish backing off before the next edge
             if phi is not None:
@@ -651,6 +661,8 @@ class ScriptedRotator:
                 if self.count[f] > self.clear_steps:
                     self.phase[f], self.count[f] = "approach", 0
             q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
+        if self.fence is not None:
+            q_des[12:16] = self.finger_ik(3, self.fence, q_des[12:16])
         self.q_des = q_des
         step = (q_des - e.q_target) / e.config["action_scale"]
         return np.clip(step, -1.0, 1.0).astype(np.float32)

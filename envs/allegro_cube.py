@@ -490,16 +490,26 @@ class ScriptedRotator:
     sphere ``clearance`` outside the edge, at mid-height ``z_push``), *approach* (touching the edge from behind,
     along the tangent of the edge's circle about the centre), *push* (the point the edge would reach after a further
     ``lead`` of rotation, ``depth`` inside it, so the effort-limited PD presses the edge tangentially). When its
-    edge leaves the zone the finger lifts to a waiting point above its zone start (height ``z_wait``). Fingertip
+    edge leaves the zone a pushing finger first *retreats* ``retreat`` [m] radially away from the cube centre at its
+    current height for ``retreat_steps`` periods (lifting straight away dragged the cube up by its top edge and
+    tipped it), then lifts to a waiting point above its zone start (height ``z_wait``). Fingertip
     targets become joint targets by damped least squares on each finger's 4 joints (Pinocchio); the action is the
     normalized joint-target change, clipped to ±1 (±``action_scale`` per step). The thumb stays at NOMINAL. The
     rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`). Stall rescue:
     after ``stall_steps`` control periods in which the rotation moved less than 1°, every zone is widened by
-    ``stall_widen`` at both ends and edges deep in a zone may be approached, until the cube turns again.
+    ``stall_widen`` at both ends and edges deep in a zone may be approached, until the cube turns again; every
+    ``regrip`` periods of such a stall the pushing fingers let go and clear, approach and push their edge again
+    (a finger that slid onto a face pushes it along its normal and only translates the cube). Heel guard: while
+    the cube centre lies behind world x = ``heel`` [m] (palm centre −0.0475 m, heel edge −0.095 m), no finger
+    pushes an edge whose clockwise tangent (sin φ, −cos φ) points towards the heel (sin φ < −``heel_sin``: the
+    index finger and the middle finger's lower half); the ring finger's pushes carry the cube forward again.
 
-    Known failure: a push at an edge turns the cube about the opposite edge (the palm carries it on its four
-    bottom corners), so the centre drifts, mostly towards the heel and the thumb side; once the cube sits
-    1.5–3 cm back, no finger reaches an edge in its zone and the rotation stalls short of the target.
+    Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
+    its bottom face), so the centre drifts about 2 cm per radian in the push direction, mostly towards the heel and
+    the thumb side (every reachable edge is on the front half, so every clockwise push has a −y part). No finger
+    reaches behind the cube (fingertips reach x ≥ −0.053 m at mid-height), so the drift cannot be pulled back:
+    behind the heel guard only the ring finger pushes, and when it cannot reach its edge the rotation stalls
+    short of the target (the failures of ``benchmarks/allegro_scripted.py``).
 
     Use: ``policy = ScriptedRotator(env); obs, _ = env.reset(seed=s); policy.reset(); a = policy(obs)``.
     """
@@ -513,7 +523,8 @@ class ScriptedRotator:
     def __init__(self, env, target=math.radians(100.0), lead=math.radians(15.0), depth=0.004, clearance=0.015,
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
                  clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
-                 stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=0, regrip=0, guard=None, guard_cos=0.5, fence=None):
+                 stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=3, regrip=20, heel=-0.060,
+                 heel_sin=0.1):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -523,9 +534,11 @@ class ScriptedRotator:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
         self.window, self.stall_steps, self.stall_widen = window, stall_steps, stall_widen
+        for name, v in (("retreat_steps", retreat_steps), ("regrip", regrip)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"{name} must be a whole number of control periods >= 0, got {v!r}")
         self.retreat, self.retreat_steps, self.regrip = retreat, retreat_steps, regrip
-        self.guard, self.guard_cos = guard, guard_cos
-        self.fence = None if fence is None else np.asarray(fence, dtype=float)
+        self.heel, self.heel_sin = heel, heel_sin
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -624,10 +637,9 @@ class ScriptedRotator:
                 phi = None  # another finger has this edge
             if phi is not None and self.phase[f] == "free" and phi < start - self.window and not stalled:
                 phi = None  # deep in the zone: wait for the next edge
-            if phi is not None and self.guard is not None and (
-                    (centre[0] < self.guard[0] and math.sin(phi) < -self.guard_cos) or
-                    (centre[1] < self.guard[1] and -math.cos(phi) < -self.guard_cos)):
-                phi = None  # this push would carry the cube further towards the heel / the thumb side
+            if phi is not None and self.heel is not None and centre[0] < self.heel and \
+                    math.sin(phi) < -self.heel_sin:
+                phi = None  # heel guard: this push (tangent (sin φ, −cos φ)) would carry the cube off the heel
             if self.phase[f] == "retreat":
                 phi = None  # finish backing off before the next edge
             if phi is not None:
@@ -661,8 +673,6 @@ class ScriptedRotator:
                 if self.count[f] > self.clear_steps:
                     self.phase[f], self.count[f] = "approach", 0
             q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
-        if self.fence is not None:
-            q_des[12:16] = self.finger_ik(3, self.fence, q_des[12:16])
         self.q_des = q_des
         step = (q_des - e.q_target) / e.config["action_scale"]
         return np.clip(step, -1.0, 1.0).astype(np.float32)

@@ -502,14 +502,14 @@ class ScriptedRotator:
     (a finger that slid onto a face pushes it along its normal and only translates the cube). Heel guard: while
     the cube centre lies behind world x = ``heel`` [m] (palm centre −0.0475 m, heel edge −0.095 m), no finger
     pushes an edge whose clockwise tangent (sin φ, −cos φ) points towards the heel (sin φ < −``heel_sin``: the
-    index finger and the middle finger's lower half); the ring finger's pushes carry the cube forward again.
+    index finger, and the middle finger at φ < −6°); the ring finger's pushes carry the cube forward again.
 
     Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
-    its bottom face), so the centre drifts about 2 cm per radian in the push direction, mostly towards the heel and
-    the thumb side (every reachable edge is on the front half, so every clockwise push has a −y part). No finger
-    reaches behind the cube (fingertips reach x ≥ −0.053 m at mid-height), so the drift cannot be pulled back:
-    behind the heel guard only the ring finger pushes, and when it cannot reach its edge the rotation stalls
-    short of the target (the failures of ``benchmarks/allegro_scripted.py``).
+    its bottom face), so the centre drifts with the pushes (several cm over a quarter turn), mostly towards the
+    heel and the thumb side (every reachable edge is on the front half, so every clockwise push has a −y or a −x
+    part). No finger reaches behind the cube (fingertips reach x ≥ −0.053 m at mid-height), so the drift cannot be
+    pulled back: once the edges in the fingers' zones are out of their reach (or blocked by the heel guard), the
+    rotation stalls short of the target (the failures of ``benchmarks/allegro_scripted.py``).
 
     Use: ``policy = ScriptedRotator(env); obs, _ = env.reset(seed=s); policy.reset(); a = policy(obs)``.
     """

@@ -490,16 +490,26 @@ class ScriptedRotator:
     sphere ``clearance`` outside the edge, at mid-height ``z_push``), *approach* (touching the edge from behind,
     along the tangent of the edge's circle about the centre), *push* (the point the edge would reach after a further
     ``lead`` of rotation, ``depth`` inside it, so the effort-limited PD presses the edge tangentially). When its
-    edge leaves the zone the finger lifts to a waiting point above its zone start (height ``z_wait``). Fingertip
+    edge leaves the zone a pushing finger first *retreats* ``retreat`` [m] radially away from the cube centre at its
+    current height for ``retreat_steps`` periods (lifting straight away dragged the cube up by its top edge and
+    tipped it), then lifts to a waiting point above its zone start (height ``z_wait``). Fingertip
     targets become joint targets by damped least squares on each finger's 4 joints (Pinocchio); the action is the
     normalized joint-target change, clipped to ±1 (±``action_scale`` per step). The thumb stays at NOMINAL. The
     rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`). Stall rescue:
     after ``stall_steps`` control periods in which the rotation moved less than 1°, every zone is widened by
-    ``stall_widen`` at both ends and edges deep in a zone may be approached, until the cube turns again.
+    ``stall_widen`` at both ends and edges deep in a zone may be approached, until the cube turns again; every
+    ``regrip`` periods of such a stall the pushing fingers let go and clear, approach and push their edge again
+    (a finger that slid onto a face pushes it along its normal and only translates the cube). Heel guard: while
+    the cube centre lies behind world x = ``heel`` [m] (palm centre −0.0475 m, heel edge −0.095 m), no finger
+    pushes an edge whose clockwise tangent (sin φ, −cos φ) points towards the heel (sin φ < −``heel_sin``: the
+    index finger, and the middle finger at φ < −6°); the ring finger's pushes carry the cube forward again.
 
-    Known failure: a push at an edge turns the cube about the opposite edge (the palm carries it on its four
-    bottom corners), so the centre drifts, mostly towards the heel and the thumb side; once the cube sits
-    1.5–3 cm back, no finger reaches an edge in its zone and the rotation stalls short of the target.
+    Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
+    its bottom face), so the centre drifts with the pushes (several cm over a quarter turn), mostly towards the
+    heel and the thumb side (every reachable edge is on the front half, so every clockwise push has a −y or a −x
+    part). No finger reaches behind the cube (fingertips reach x ≥ −0.053 m at mid-height), so the drift cannot be
+    pulled back: once the edges in the fingers' zones are out of their reach (or blocked by the heel guard), the
+    rotation stalls short of the target (the failures of ``benchmarks/allegro_scripted.py``).
 
     Use: ``policy = ScriptedRotator(env); obs, _ = env.reset(seed=s); policy.reset(); a = policy(obs)``.
     """
@@ -513,7 +523,8 @@ class ScriptedRotator:
     def __init__(self, env, target=math.radians(100.0), lead=math.radians(15.0), depth=0.004, clearance=0.015,
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
                  clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
-                 stall_widen=math.radians(15.0)):
+                 stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=3, regrip=20, heel=-0.060,
+                 heel_sin=0.1):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -523,6 +534,11 @@ class ScriptedRotator:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
         self.window, self.stall_steps, self.stall_widen = window, stall_steps, stall_widen
+        for name, v in (("retreat_steps", retreat_steps), ("regrip", regrip)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"{name} must be a whole number of control periods >= 0, got {v!r}")
+        self.retreat, self.retreat_steps, self.regrip = retreat, retreat_steps, regrip
+        self.heel, self.heel_sin = heel, heel_sin
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -536,6 +552,7 @@ class ScriptedRotator:
         self.phase = {f: "free" for f in self.ZONES}
         self.count = {f: 0 for f in self.ZONES}
         self.q_des = NOMINAL.copy()
+        self._retreat = {f: None for f in self.ZONES}
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
         self._q_prev = None
         self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
@@ -564,6 +581,16 @@ class ScriptedRotator:
         half_diag = 0.5 * math.sqrt(2.0) * self.env.params["cube_size"]
         p = centre[:2] + (half_diag + outward) * radial - behind * tangent
         return np.array([p[0], p[1], self.z_push])
+
+    def _tip_position(self, finger, q_finger):
+        """Fingertip sphere centre (3,) [m] (world) of ``finger`` at joint angles ``q_finger``, the others at
+        NOMINAL."""
+        e, m, d = self.env, self._model, self._data
+        q = np.array(e.system.q0, dtype=float)
+        q[e.hand_q] = NOMINAL
+        q[e.hand_q[4 * finger:4 * finger + 4]] = q_finger
+        pin.framesForwardKinematics(m, d, q)
+        return d.oMf[self._tips[finger]].translation.copy()
 
     def finger_ik(self, finger, target, q_finger, iters=30, damping=1e-4):
         """Joint angles (4,) [rad] of ``finger`` (0 index … 3 thumb) putting its fingertip sphere centre at
@@ -597,6 +624,10 @@ class ScriptedRotator:
         else:
             self._still += 1
         stalled = self.stall_steps is not None and self._still >= self.stall_steps
+        if self.regrip and stalled and (self._still - self.stall_steps) % self.regrip == 0:
+            for f in self.zones:  # a push that turns nothing: clear the edge and approach it again
+                if self.phase[f] == "push":
+                    self.phase[f], self.count[f] = "free", 0
         q_des = self.q_des.copy()
         claimed = []  # edges (angles) already pushed by a finger this period
         for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
@@ -606,9 +637,25 @@ class ScriptedRotator:
                 phi = None  # another finger has this edge
             if phi is not None and self.phase[f] == "free" and phi < start - self.window and not stalled:
                 phi = None  # deep in the zone: wait for the next edge
+            if phi is not None and self.heel is not None and centre[0] < self.heel and \
+                    math.sin(phi) < -self.heel_sin:
+                phi = None  # heel guard: this push (tangent (sin φ, −cos φ)) would carry the cube off the heel
+            if self.phase[f] == "retreat":
+                phi = None  # finish backing off before the next edge
             if phi is not None:
                 claimed.append(phi)
-            if phi is None:
+            if phi is None and self.phase[f] in ("push", "retreat") and self.retreat_steps:
+                if self.phase[f] == "push":
+                    self.phase[f], self.count[f] = "retreat", 0
+                    tip = self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], dtype=float))
+                    out = tip[:2] - centre[:2]
+                    out = out / max(float(np.linalg.norm(out)), 1e-9)
+                    self._retreat[f] = np.array([*(tip[:2] + self.retreat * out), tip[2]])
+                self.count[f] += 1
+                target = self._retreat[f]
+                if self.count[f] >= self.retreat_steps:
+                    self.phase[f], self.count[f] = "free", 0
+            elif phi is None:
                 self.phase[f], self.count[f] = "free", 0
                 wait = start + math.radians(10.0)
                 target = self._edge_target(centre, wait, 0.0, self.R_TIP + self.clearance)

@@ -234,8 +234,8 @@ def test_scripted_rotator_turns_the_cube_a_quarter_turn():
     from cenic_gym.envs.allegro_cube import ScriptedRotator, rotation_episode
     env = gym.make("CenicAllegro-v0")
     policy = ScriptedRotator(env)
-    for seed in (118, 126):  # tuning seeds, not the benchmark's 0–19
-        r = rotation_episode(env, policy, seed, steps=100)
+    for seed in (102, 117):  # tuning seeds, not the benchmark's 0–19 (each reaches 90° in < 50 steps)
+        r = rotation_episode(env, policy, seed, steps=60)
         assert not r["dropped"] and not r["sim_failure"], r
         assert r["max_rotation"] >= 0.5 * math.pi, r
         assert r["rotation"] < 0.0  # clockwise, as designed
@@ -248,3 +248,5 @@ def test_scripted_rotator_rejects_other_envs():
         ScriptedRotator(gym.make("CenicFranka-v0"))
     with pytest.raises(ValueError, match="target"):
         ScriptedRotator(gym.make("CenicAllegro-v0"), target=-1.0)
+    with pytest.raises(ValueError, match="regrip"):
+        ScriptedRotator(gym.make("CenicAllegro-v0"), regrip=-1)

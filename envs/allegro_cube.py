@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder
 from cenic_gym.env import CenicEnv
+from cenic_gym.model import quat_xyzw_to_matrix
 
 from . import allegro_constants as ac
 
@@ -456,10 +457,7 @@ def cube_yaw(q_cube):
     """Yaw [rad] in [−π/4, π/4] of a cube (quaternion x, y, z, w) about world z, modulo its quarter-turn symmetry:
     the heading in the palm plane of the cube axis that follows (cyclically) its most vertical axis. Independent
     of which face the cube rests on."""
-    x, y, z, w = q_cube
-    R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                  [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                  [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    R = quat_xyzw_to_matrix(q_cube)
     up = int(np.argmax(np.abs(R[2])))
     axis = R[:, (up + 1) % 3]
     return math.remainder(math.atan2(axis[1], axis[0]), 0.5 * math.pi)

@@ -428,6 +428,14 @@ SHAPES = (Sphere, Box, Capsule, Cylinder, ConvexMesh, HalfSpace)
 # --------------------------------------------------------------------------------------------------------------
 
 JOINT_FIXED, JOINT_ROOT_FREE, JOINT_GENERAL = 0, 1, 2
+# 1-DOF joints whose world pose :func:`cenic_gym.kinematics.joint_poses_from_q` computes from q and the parent's
+# pose (the other non-root joints, JOINT_GENERAL, are copied from Pinocchio's ``data.oMi``)
+(JOINT_REVOLUTE_X, JOINT_REVOLUTE_Y, JOINT_REVOLUTE_Z, JOINT_REVOLUTE_AXIS,
+ JOINT_PRISMATIC_X, JOINT_PRISMATIC_Y, JOINT_PRISMATIC_Z, JOINT_PRISMATIC_AXIS) = range(3, 11)
+_ONE_DOF_KINDS = {"JointModelRX": JOINT_REVOLUTE_X, "JointModelRY": JOINT_REVOLUTE_Y, "JointModelRZ": JOINT_REVOLUTE_Z,
+                  "JointModelRevoluteUnaligned": JOINT_REVOLUTE_AXIS, "JointModelPX": JOINT_PRISMATIC_X,
+                  "JointModelPY": JOINT_PRISMATIC_Y, "JointModelPZ": JOINT_PRISMATIC_Z,
+                  "JointModelPrismaticUnaligned": JOINT_PRISMATIC_AXIS}
 
 
 def free_body_joint():
@@ -532,9 +540,20 @@ class MultibodySystem:
         self.joint_kind = np.full(nj, JOINT_GENERAL, dtype=np.int64)
         self.joint_kind[0] = JOINT_FIXED
         self.joint_idx_q = np.array([m.idx_qs[j] if j > 0 else 0 for j in range(nj)], dtype=np.int64)
+        # forward kinematics of the 1-DOF joints in numba: parent, placement in the parent joint's frame, axis
+        self.joint_parent = np.array([m.parents[j] if j > 0 else 0 for j in range(nj)], dtype=np.int64)
+        self.joint_place_R = np.array([m.jointPlacements[j].rotation for j in range(nj)], dtype=float).reshape(nj, 3, 3)
+        self.joint_place_p = np.array([m.jointPlacements[j].translation for j in range(nj)], dtype=float).reshape(nj, 3)
+        self.joint_axis = np.zeros((nj, 3))
         for j in range(1, nj):
+            name = m.joints[j].shortname()
             if is_free_body_joint(m.joints[j]) and m.parents[j] == 0 and m.jointPlacements[j].isIdentity():
                 self.joint_kind[j] = JOINT_ROOT_FREE
+            elif name in _ONE_DOF_KINDS:
+                self.joint_kind[j] = _ONE_DOF_KINDS[name]
+                if name.endswith("Unaligned"):
+                    self.joint_axis[j] = m.joints[j].extract().axis
+        # joints whose pose is copied from Pinocchio (ContactQuery.sync_joint_poses) before each query
         self.general_joints = [j for j in range(1, nj) if self.joint_kind[j] == JOINT_GENERAL]
         # Columns of the generalized velocity each joint's motion depends on (its support), padded with -1.
         support = [self._support_columns(j) for j in range(nj)]

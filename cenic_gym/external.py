@@ -24,6 +24,7 @@ The controllers' set-points are plain attributes (``q_d``, ``v_d``, ``tau_ff``, 
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -131,6 +132,15 @@ class ExternalSystem:
         np.maximum(c, 0.0, out=c)
         b = g0 + c * v[self.dofs]
         return Linearization(self.dofs, c, b, self.effort_limit, Z, bz)
+
+
+@functools.lru_cache(maxsize=None)
+def _no_state(nv):
+    """(Z, b_z) of a system without state for nv generalized velocities: read-only empty arrays, shared (a
+    linearization is built for every convex solve; these never change)."""
+    Z, bz = np.zeros((0, nv)), np.zeros(0)
+    Z.flags.writeable = bz.flags.writeable = False
+    return Z, bz
 
 
 def _perturb(v, i):
@@ -303,7 +313,7 @@ class JointPD(JointController):
         q_d, v_d, tau_ff = self.setpoints(t + dt)
         c = self.kd + dt * self.kp
         b = self.kp * (q_d - q[self.qidx]) + self.kd * v_d + tau_ff
-        return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
+        return Linearization(self.dofs, c, b, self.effort_limit, *_no_state(v.shape[0]))
 
 
 class JointPID(JointPD):
@@ -407,7 +417,7 @@ class InverseDynamicsPD(JointController):
         c = -dt * d.dtau_dq[i, i] - d.dtau_dv[i, i] + d.M[i, i] * (self.kd + dt * self.kp)
         np.maximum(c, 0.0, out=c)
         b = g0 + c * v[i]
-        return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
+        return Linearization(self.dofs, c, b, self.effort_limit, *_no_state(v.shape[0]))
 
 
 def _q_indices(system, dofs):
@@ -481,7 +491,8 @@ class ExternalSystems:
                     bz[a:b] = lin.bz
         else:
             Z, bz = self._Z0, self._bz0
-        if not (np.isfinite(gains[1]).all() and np.isfinite(gains[2]).all() and np.isfinite(bz).all()):
+        # NaN or ±inf anywhere makes the sum non-finite (a finite overflow only sends it to the exact check)
+        if not math.isfinite(gains[1].sum() + gains[2].sum() + bz.sum()):
             for s, lin in zip(systems, lins):
                 if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
                     raise FloatingPointError(

@@ -491,8 +491,9 @@ class ExternalSystems:
                     bz[a:b] = lin.bz
         else:
             Z, bz = self._Z0, self._bz0
-        # NaN or ±inf anywhere makes the sum non-finite (a finite overflow only sends it to the exact check)
-        if not math.isfinite(gains[1].sum() + gains[2].sum() + bz.sum()):
+        # a NaN or ±inf anywhere makes these dot products non-finite (an overflow only sends them to the exact check)
+        c, b = gains[1], gains[2]
+        if not (math.isfinite(np.dot(c, c) + np.dot(b, b)) and (not self.nz or math.isfinite(np.dot(bz, bz)))):
             for s, lin in zip(systems, lins):
                 if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
                     raise FloatingPointError(

@@ -153,7 +153,8 @@ def profile_env(env_id, steps, trials, top, clock):
     stats = pstats.Stats(pr)
     prof_total = sum(v[2] for v in stats.stats.values())  # Σ self time = the profiled time
     rows = sorted(((v[2], k) for k, v in stats.stats.items()), reverse=True)[:top]
-    top_items = [(f"{os.path.basename(k[0])}:{k[2]}" if k[0] != "~" else k[2], t / prof_total) for t, k in rows]
+    top_items = [(f"{os.path.basename(k[0])}:{k[1]}({k[2]})" if k[0] != "~" else k[2], t / prof_total)
+                 for t, k in rows]
     attempts = sub + rej
     leaf = {label: t for label, (_, t) in acc.items()}
     calls = {label: c for label, (c, _) in acc.items()}

@@ -1,7 +1,7 @@
 """Before/after env throughput of two code trees, measured in the same run (alternating), one thread each.
 
     python benchmarks/ab_throughput.py BEFORE_TREE AFTER_TREE [--case CenicFranka-v0:1e-3:random ...]
-                                       [--steps 400] [--rounds 3]
+                                       [--steps 400] [--rounds 3] [--clock wall|cpu]
 
 A tree is a directory holding a ``cenic_gym`` package (e.g. ``git archive <rev> | tar -x -C /tmp/before`` and the
 worktree itself). The machine this project runs on is shared, so absolute numbers drift by tens of percent within
@@ -10,7 +10,8 @@ case once per tree, in alternating order (ABAB…, BABA… on the next round), e
 ``PYTHONPATH`` = the tree (``NUMBA_NUM_THREADS=1``, ``OMP_NUM_THREADS=1``). Per run: ``gym.make(id, accuracy=ε)``,
 ``reset(seed=0)`` and 10 untimed warm-up steps, then ``--steps`` env steps of :func:`env_throughput.run` (seeded
 random actions, or the task's scripted policy; episodes restart untimed). Reported per case: median env steps/s
-of each tree over the rounds, their ratio, attempts and rejections per env step of each (identical when the change
+of each tree over the rounds (``--clock wall``: ``env.step`` wall time; ``--clock cpu``: the run loop's CPU time,
+policy and untimed resets included, what a loaded machine inflates far less), their ratio, attempts and rejections per env step of each (identical when the change
 leaves trajectories bit-identical) and max |Δ| of the final observation between the trees (how far the change
 moved the trajectory: the accuracy ε bounds the local error per step, not this difference, which grows with
 contact events and chaos).
@@ -23,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -69,8 +71,10 @@ def child(case, steps):
             last["obs"] = np.asarray(obs, dtype=float).tolist()
             return self.inner(obs)
 
+    cpu0 = time.thread_time()
     r = et.run(env, Recorder, steps)
-    print("RESULT " + json.dumps(dict(sps=r["steps"] / r["step_wall"], attempts=(r["substeps"] + r["rejected"]) / steps,
+    cpu = time.thread_time() - cpu0  # this thread's CPU time of the whole loop (policy and untimed resets included)
+    print("RESULT " + json.dumps(dict(sps=r["steps"] / r["step_wall"], sps_cpu=r["steps"] / cpu, attempts=(r["substeps"] + r["rejected"]) / steps,
                                       rejected=r["rejected"] / steps, obs=last["obs"], failures=r["failures"])))
 
 
@@ -92,6 +96,10 @@ def main():
     ap.add_argument("--case", action="append", help="EnvId:accuracy:random|scripted (repeatable)")
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall: env steps per second of env.step wall time; cpu: env steps per second of the run "
+                         "loop's CPU time (time.thread_time; policy and resets included), which an overloaded "
+                         "shared machine inflates far less (default wall)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -102,6 +110,7 @@ def main():
     cases = args.case or DEFAULT_CASES
     for c in cases:
         parse_case(c)
+    print(f"clock: {args.clock}")
     print("| case | before env steps/s | after env steps/s | after / before | attempts / step before → after | "
           "rejected / step before → after | max abs Δ final obs |\n|---|---|---|---|---|---|---|", flush=True)
     for case in cases:
@@ -110,8 +119,9 @@ def main():
             order = ("before", "after") if k % 2 == 0 else ("after", "before")
             for which in order:
                 res[which].append(run_tree(getattr(args, which), case, args.steps))
-        b = statistics.median(r["sps"] for r in res["before"])
-        a = statistics.median(r["sps"] for r in res["after"])
+        key = "sps_cpu" if args.clock == "cpu" else "sps"
+        b = statistics.median(r[key] for r in res["before"])
+        a = statistics.median(r[key] for r in res["after"])
         rb, ra = res["before"][0], res["after"][0]
         dobs = max(abs(x - y) for x, y in zip(rb["obs"], ra["obs"]))
         print(f"| {case} | {b:.0f} | {a:.0f} | {a / b:.2f} | {rb['attempts']:.2f} → {ra['attempts']:.2f} | "

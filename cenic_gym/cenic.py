@@ -475,7 +475,9 @@ class CenicIntegrator:
                                        lambda v: self._integrate(cache.q, v, dt))
 
     def _z_next(self, Z, bz, v):
-        return self.z if Z is None else Z @ v + bz  # no external state: z is the empty vector
+        if Z is None or not Z.shape[0]:  # no external state: z is the empty vector
+            return self.z if Z is None else bz
+        return Z @ v + bz
 
     def _icf(self, cache, dt, v_guess):
         """One ICF step of size dt from the cached state. Returns (q_next, v_next, z_next, converged); the gain

@@ -1,6 +1,7 @@
 """Contact geometry: configuration q -> ContactSet (structure of arrays, world frame).
 
-One query per convex solve (ICF §III-B): joint poses (numba from q for free bodies, Pinocchio for the rest),
+One query per convex solve (ICF §III-B): joint poses (numba from q for free bodies and
+1-DOF joints, Pinocchio for the rest),
 geometry poses, a bounding-sphere broad phase over the candidate pairs and the narrow phase of
 :mod:`cenic_gym.narrowphase` — primitive pairs in one numba call, other pairs (convex meshes, cylinders against
 non-planar shapes) through coal with contact patches. Pair materials combine as in Drake (physics-notes §2.2).
@@ -131,7 +132,8 @@ _QUERY_FIELDS = (
     "geom_joint", "geom_R", "geom_p", "geom_bound", "geom_Rw", "geom_pw", "geom_speed",
     "pairs", "geom_type", "geom_size", "geom_k", "geom_d", "geom_mu_s", "geom_mu_d", None,
     "_p", "_n", "_phi", "_ga", "_gb", "_ja", "_jb", "_k", "_d", "_mus", "_mud", "_fallback", "_pair_margin",
-    "_Jc", "_cols", "_ncols", "geom_box_c", "geom_box_h")
+    "_Jc", "_cols", "_ncols", "geom_box_c", "geom_box_h",
+    "joint_parent", "joint_axis", "joint_place_R", "joint_place_p")
 _INT_WORK = {"_ga", "_gb", "_ja", "_jb", "_fallback", "_cols", "_ncols"}
 
 
@@ -224,7 +226,8 @@ class ContactQuery:
         return self.contact_set(n)
 
     def sync_joint_poses(self, data):
-        """Copy the poses of joints that are not a simple function of q (robot links) from Pinocchio's data."""
+        """Copy the poses of the joints the kinematics kernel does not compute (``system.general_joints``: neither
+        fixed, root free bodies nor 1-DOF revolute/prismatic joints) from Pinocchio's data."""
         for j in self.system.general_joints:
             M = data.oMi[j]
             self.joint_R[j] = M.rotation
@@ -322,7 +325,8 @@ def unpack_query_args(F, I, L, margin):
             _v1(F, L, 19), margin,
             _v2(F, L, 21), _v2(F, L, 22), _v1(F, L, 23), _v1(I, L, 24), _v1(I, L, 25), _v1(I, L, 26), _v1(I, L, 27),
             _v1(F, L, 28), _v1(F, L, 29), _v1(F, L, 30), _v1(F, L, 31), _v1(I, L, 32), _v1(F, L, 33), _v3(F, L, 34),
-            _v2(I, L, 35), _v1(I, L, 36), _v2(F, L, 37), _v2(F, L, 38))
+            _v2(I, L, 35), _v1(I, L, 36), _v2(F, L, 37), _v2(F, L, 38),
+            _v1(I, L, 39), _v2(F, L, 40), _v3(F, L, 41), _v2(F, L, 42))
 
 
 @njit(cache=True)
@@ -340,8 +344,10 @@ def _query_kernel(q, v, Jw, lookahead, args):
      geom_joint, geom_R, geom_p, geom_bound, geom_Rw, geom_pw, geom_speed,
      pairs, gtype, gsize, gk, gd, gmus, gmud, margin,
      out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb, out_k, out_d, out_mus, out_mud,
-     fallback, pair_margin, Jc, cols, ncols, gbox_c, gbox_h) = args
-    joint_poses_from_q(q, joint_kind, joint_idx_q, joint_R, joint_p)
+     fallback, pair_margin, Jc, cols, ncols, gbox_c, gbox_h,
+     joint_parent, joint_axis, joint_place_R, joint_place_p) = args
+    joint_poses_from_q(q, joint_kind, joint_idx_q, joint_parent, joint_axis, joint_place_R, joint_place_p, joint_R,
+                       joint_p)
     geometry_poses(joint_R, joint_p, geom_joint, geom_R, geom_p, geom_Rw, geom_pw)
     geometry_speeds(Jw, v, joint_cols, joint_ncols, geom_joint, geom_pw, geom_bound, geom_speed)
     n = find_contacts(pairs, gtype, gsize, geom_Rw, geom_pw, geom_bound, geom_joint, gk, gd, gmus, gmud, margin,

@@ -24,6 +24,7 @@ The controllers' set-points are plain attributes (``q_d``, ``v_d``, ``tau_ff``, 
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -133,6 +134,15 @@ class ExternalSystem:
         np.maximum(c, 0.0, out=c)
         b = g0 + c * v[self.dofs]
         return Linearization(self.dofs, c, b, self.effort_limit, Z, bz)
+
+
+@functools.lru_cache(maxsize=None)
+def _no_state(nv):
+    """(Z, b_z) of a system without state for nv generalized velocities: read-only empty arrays, shared (a
+    linearization is built for every convex solve; these never change)."""
+    Z, bz = np.zeros((0, nv)), np.zeros(0)
+    Z.flags.writeable = bz.flags.writeable = False
+    return Z, bz
 
 
 def _perturb(v, i):
@@ -305,7 +315,7 @@ class JointPD(JointController):
         q_d, v_d, tau_ff = self.setpoints(t + dt)
         c = self.kd + dt * self.kp
         b = self.kp * (q_d - q[self.qidx]) + self.kd * v_d + tau_ff
-        return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
+        return Linearization(self.dofs, c, b, self.effort_limit, *_no_state(v.shape[0]))
 
 
 class JointPID(JointPD):
@@ -409,7 +419,7 @@ class InverseDynamicsPD(JointController):
         c = -dt * d.dtau_dq[i, i] - d.dtau_dv[i, i] + d.M[i, i] * (self.kd + dt * self.kp)
         np.maximum(c, 0.0, out=c)
         b = g0 + c * v[i]
-        return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
+        return Linearization(self.dofs, c, b, self.effort_limit, *_no_state(v.shape[0]))
 
 
 def _q_indices(system, dofs):
@@ -454,9 +464,9 @@ class ExternalSystems:
             np.zeros(0)
 
     def linearize(self, t, z, q, v, dt, qtilde):
-        """:class:`~cenic_gym.icf.GainPool` (dof, c, b, e) of all systems and the implicit state update (Z (nz, nv), b_z). Called for
-        every convex solve, so it stays lean: one finiteness check over the pool (the offending system is looked
-        up only on failure) and no state-update arrays to fill when no system has a state."""
+        """:class:`~cenic_gym.icf.GainPool` (dof, c, b, e) of all systems and the implicit state update (Z (nz, nv),
+        b_z). Called for every convex solve, so it stays lean: one finiteness check over the pool (the offending
+        system is looked up only on failure) and no state-update arrays to fill when no system has a state."""
         systems = self.systems
         if self.nz:
             lins = [s.linearize(t, z[a:b], q, v, dt, qtilde) for s, a, b in self._slices]
@@ -483,7 +493,9 @@ class ExternalSystems:
                     bz[a:b] = lin.bz
         else:
             Z, bz = self._Z0, self._bz0
-        if not (np.isfinite(gains.c).all() and np.isfinite(gains.b).all() and np.isfinite(bz).all()):
+        # a NaN or ±inf anywhere makes these dot products non-finite (an overflow only sends them to the exact check)
+        c, b = gains.c, gains.b
+        if not (math.isfinite(np.dot(c, c) + np.dot(b, b)) and (not self.nz or math.isfinite(np.dot(bz, bz)))):
             for s, lin in zip(systems, lins):
                 if not (np.all(np.isfinite(lin.c)) and np.all(np.isfinite(lin.b)) and np.all(np.isfinite(lin.bz))):
                     raise FloatingPointError(

@@ -13,22 +13,112 @@ import math
 import numpy as np
 from numba import njit
 
-from .model import JOINT_FIXED, JOINT_ROOT_FREE, quat_to_rot
+from .model import (JOINT_FIXED, JOINT_PRISMATIC_AXIS, JOINT_PRISMATIC_X, JOINT_REVOLUTE_AXIS, JOINT_REVOLUTE_X,
+                    JOINT_ROOT_FREE, quat_to_rot)
 
 
 @njit(cache=True)
-def joint_poses_from_q(q, joint_kind, joint_idx_q, R_out, p_out):
-    """World poses of the fixed (universe) and root free-flyer joints, straight from q. Other joints untouched."""
+def _dot3(a0, a1, a2, b0, b1, b2, row):
+    """a·b in the summation order of the fixed-size 3 x 3 products of this Pinocchio build (Eigen: rows 0 and 1 of a
+    product as one SIMD packet, ((a0 b0 + a1 b1) + a2 b2); row 2 as a scalar reduction, a0 b0 + (a1 b1 + a2 b2)),
+    so that the poses of :func:`joint_poses_from_q` equal Pinocchio's ``data.oMi`` bit for bit."""
+    if row < 2:
+        return (a0 * b0 + a1 * b1) + a2 * b2
+    return a0 * b0 + (a1 * b1 + a2 * b2)
+
+
+@njit(cache=True)
+def _compose(Ra, pa, Rb, pb, R_out, p_out):
+    """(R_out, p_out) = (Ra, pa) (Rb, pb) = (Ra Rb, pa + Ra pb), as Pinocchio's SE3 product (outputs must not alias)."""
+    for i in range(3):
+        for j in range(3):
+            R_out[i, j] = _dot3(Ra[i, 0], Ra[i, 1], Ra[i, 2], Rb[0, j], Rb[1, j], Rb[2, j], i)
+        p_out[i] = pa[i] + _dot3(Ra[i, 0], Ra[i, 1], Ra[i, 2], pb[0], pb[1], pb[2], i)
+
+
+@njit(cache=True)
+def _joint_placement_times_motion(kind, x, axis, place_R, place_p, R, p):
+    """(R, p) = X_PJ0 M(x): the pose of a 1-DOF joint's frame in its parent joint's frame at joint coordinate x
+    [rad or m] (Pinocchio's ``data.liMi``), X_PJ0 the joint placement and M a rotation by x about e_x / e_y / e_z /
+    ``axis`` or a translation by x along them, in Pinocchio's arithmetic: for the axis-aligned revolute joints the
+    rotated column pair (c col_a + s col_b) and a cross product (``TransformRevolute::se3action``), otherwise
+    the SE3 product (:func:`_compose`) with M as a plain transform (Rodrigues as pinocchio/math/rotation.hpp)."""
+    if kind < JOINT_REVOLUTE_AXIS:
+        c, s = math.cos(x), math.sin(x)
+        a = kind - JOINT_REVOLUTE_X
+        b, d = (a + 1) % 3, (a + 2) % 3  # R_new[:, b] = c R[:, b] + s R[:, d]; R_new[:, d] = R_new[:, a] x R_new[:, b]
+        for i in range(3):
+            R[i, a] = place_R[i, a]
+            R[i, b] = c * place_R[i, b] + s * place_R[i, d]
+            p[i] = place_p[i]
+        R[0, d] = R[1, a] * R[2, b] - R[2, a] * R[1, b]
+        R[1, d] = R[2, a] * R[0, b] - R[0, a] * R[2, b]
+        R[2, d] = R[0, a] * R[1, b] - R[1, a] * R[0, b]
+        return
+    M = np.zeros((3, 3))
+    t = np.zeros(3)
+    if kind == JOINT_REVOLUTE_AXIS:
+        c, s = math.cos(x), math.sin(x)
+        ux, uy, uz = axis[0], axis[1], axis[2]
+        sx, sy, sz = s * ux, s * uy, s * uz
+        cx, cy, cz = (1.0 - c) * ux, (1.0 - c) * uy, (1.0 - c) * uz
+        w = cx * uy
+        M[0, 1] = w - sz
+        M[1, 0] = w + sz
+        w = cx * uz
+        M[0, 2] = w + sy
+        M[2, 0] = w - sy
+        w = cy * uz
+        M[1, 2] = w - sx
+        M[2, 1] = w + sx
+        M[0, 0] = cx * ux + c
+        M[1, 1] = cy * uy + c
+        M[2, 2] = cz * uz + c
+    else:
+        for i in range(3):
+            M[i, i] = 1.0
+        if kind < JOINT_PRISMATIC_AXIS:
+            t[kind - JOINT_PRISMATIC_X] = x
+        else:
+            for i in range(3):
+                t[i] = axis[i] * x
+    _compose(place_R, place_p, M, t, R, p)
+
+
+@njit(cache=True)
+def joint_poses_from_q(q, joint_kind, joint_idx_q, joint_parent, joint_axis, place_R, place_p, R_out, p_out):
+    """World poses of the fixed (universe) and root free-body joints, straight from q, and of the 1-DOF joints
+    (revolute, prismatic: ``model.JOINT_REVOLUTE_X`` …), in model order, as Pinocchio's forward kinematics does:
+    X_WJ = X_WP (X_PJ0 M(q_j)) (:func:`_joint_placement_times_motion`).
+    Other joints (JOINT_GENERAL) are left untouched: their poses are copied from Pinocchio beforehand, and 1-DOF
+    children read them here. The parent pose of a child of a root free body is rebuilt from the raw quaternion as
+    Pinocchio does (no normalisation) so that the result equals ``data.oMi`` bit for bit."""
+    L_R = np.empty((3, 3))
+    L_p = np.empty(3)
+    P_R = np.empty((3, 3))
     for j in range(joint_kind.shape[0]):
-        if joint_kind[j] == JOINT_FIXED:
+        kind = joint_kind[j]
+        if kind == JOINT_FIXED:
             R_out[j] = np.eye(3)
             p_out[j] = 0.0
-        elif joint_kind[j] == JOINT_ROOT_FREE:
+        elif kind == JOINT_ROOT_FREE:
             i = joint_idx_q[j]
             p_out[j, 0] = q[i]
             p_out[j, 1] = q[i + 1]
             p_out[j, 2] = q[i + 2]
             quat_to_rot(q[i + 3], q[i + 4], q[i + 5], q[i + 6], R_out[j])
+        elif kind >= JOINT_REVOLUTE_X:
+            _joint_placement_times_motion(kind, q[joint_idx_q[j]], joint_axis[j], place_R[j], place_p[j], L_R, L_p)
+            par = joint_parent[j]
+            if par == 0:
+                R_out[j] = L_R
+                p_out[j] = L_p
+            elif joint_kind[par] == JOINT_ROOT_FREE:
+                i = joint_idx_q[par]
+                quat_to_rot(q[i + 3], q[i + 4], q[i + 5], q[i + 6], P_R, False)
+                _compose(P_R, p_out[par], L_R, L_p, R_out[j], p_out[j])
+            else:
+                _compose(R_out[par], p_out[par], L_R, L_p, R_out[j], p_out[j])
 
 
 @njit(cache=True)

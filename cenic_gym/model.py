@@ -100,10 +100,13 @@ def matrix_to_quat_xyzw(R):
 
 
 @njit(cache=True)
-def quat_to_rot(x, y, z, w, R):
-    """R (3, 3) ← rotation matrix of the quaternion (x, y, z, w), normalized here (numba: the kernels' form)."""
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    x, y, z, w = x / n, y / n, z / n, w / n
+def quat_to_rot(x, y, z, w, R, normalize=True):
+    """R (3, 3) ← rotation matrix of the quaternion (x, y, z, w) (numba: the kernels' form), normalized here unless
+    ``normalize`` is False (then it is Eigen's ``Quaternion::toRotationMatrix``, which Pinocchio applies to the raw
+    q, bit for bit)."""
+    if normalize:
+        n = math.sqrt(x * x + y * y + z * z + w * w)
+        x, y, z, w = x / n, y / n, z / n, w / n
     R[0, 0] = 1 - 2 * (y * y + z * z)
     R[0, 1] = 2 * (x * y - z * w)
     R[0, 2] = 2 * (x * z + y * w)
@@ -452,6 +455,14 @@ SHAPES = (Sphere, Box, Capsule, Cylinder, ConvexMesh, HalfSpace)
 # --------------------------------------------------------------------------------------------------------------
 
 JOINT_FIXED, JOINT_ROOT_FREE, JOINT_GENERAL = 0, 1, 2
+# 1-DOF joints whose world pose :func:`cenic_gym.kinematics.joint_poses_from_q` computes from q and the parent's
+# pose (the other non-root joints, JOINT_GENERAL, are copied from Pinocchio's ``data.oMi``)
+(JOINT_REVOLUTE_X, JOINT_REVOLUTE_Y, JOINT_REVOLUTE_Z, JOINT_REVOLUTE_AXIS,
+ JOINT_PRISMATIC_X, JOINT_PRISMATIC_Y, JOINT_PRISMATIC_Z, JOINT_PRISMATIC_AXIS) = range(3, 11)
+_ONE_DOF_KINDS = {"JointModelRX": JOINT_REVOLUTE_X, "JointModelRY": JOINT_REVOLUTE_Y, "JointModelRZ": JOINT_REVOLUTE_Z,
+                  "JointModelRevoluteUnaligned": JOINT_REVOLUTE_AXIS, "JointModelPX": JOINT_PRISMATIC_X,
+                  "JointModelPY": JOINT_PRISMATIC_Y, "JointModelPZ": JOINT_PRISMATIC_Z,
+                  "JointModelPrismaticUnaligned": JOINT_PRISMATIC_AXIS}
 
 
 def free_body_joint():
@@ -556,9 +567,20 @@ class MultibodySystem:
         self.joint_kind = np.full(nj, JOINT_GENERAL, dtype=np.int64)
         self.joint_kind[0] = JOINT_FIXED
         self.joint_idx_q = np.array([m.idx_qs[j] if j > 0 else 0 for j in range(nj)], dtype=np.int64)
+        # forward kinematics of the 1-DOF joints in numba: parent, placement in the parent joint's frame, axis
+        self.joint_parent = np.array([m.parents[j] if j > 0 else 0 for j in range(nj)], dtype=np.int64)
+        self.joint_place_R = np.array([m.jointPlacements[j].rotation for j in range(nj)], dtype=float).reshape(nj, 3, 3)
+        self.joint_place_p = np.array([m.jointPlacements[j].translation for j in range(nj)], dtype=float).reshape(nj, 3)
+        self.joint_axis = np.zeros((nj, 3))
         for j in range(1, nj):
+            name = m.joints[j].shortname()
             if is_free_body_joint(m.joints[j]) and m.parents[j] == 0 and m.jointPlacements[j].isIdentity():
                 self.joint_kind[j] = JOINT_ROOT_FREE
+            elif name in _ONE_DOF_KINDS:
+                self.joint_kind[j] = _ONE_DOF_KINDS[name]
+                if name.endswith("Unaligned"):
+                    self.joint_axis[j] = m.joints[j].extract().axis
+        # joints whose pose is copied from Pinocchio (ContactQuery.sync_joint_poses) before each query
         self.general_joints = [j for j in range(1, nj) if self.joint_kind[j] == JOINT_GENERAL]
         # Columns of the generalized velocity each joint's motion depends on (its support), padded with -1.
         support = [self._support_columns(j) for j in range(nj)]

@@ -257,6 +257,52 @@ def test_geometry_poses_match_pinocchio(preset):
             np.testing.assert_allclose(g.shape.vertices.max(0), go.geometry.aabb_local.max_, atol=1e-12)
 
 
+@pytest.mark.parametrize("preset", ["panda", "allegro", "go1", "suction"])
+def test_one_dof_joint_poses_in_numba_equal_pinocchio(preset):
+    """joint_poses_from_q computes the revolute (x, y, z, unaligned) and prismatic (y, z, unaligned) joints of the
+    robots from q: the same world poses as Pinocchio's forward kinematics, bit for bit (so moving them out of
+    ``ContactQuery.sync_joint_poses`` leaves trajectories unchanged), at random q with a free base whose
+    quaternion is not exactly unit (Pinocchio does not normalise it; the base's own pose is normalised)."""
+    from cenic_gym.contact import ContactQuery, unpack_query_args
+    from cenic_gym.kinematics import joint_poses_from_q
+    from cenic_gym.model import JOINT_REVOLUTE_X
+    from cenic_gym.suction import add_suction_gripper, gripper_urdf_path
+
+    if preset == "suction":
+        b = SceneBuilder()
+        s = add_suction_gripper(b, urdf=gripper_urdf_path(2, 2, yaw=True), base="free").build()
+    else:
+        s = build(preset, ground=False, position=np.array([0.3, -0.2, 0.5]), rotation=np.array([0.1, -0.2, 0.7]))
+    m = s.model
+    kinds = {m.joints[j].shortname() for j in range(1, m.njoints) if s.joint_kind[j] >= JOINT_REVOLUTE_X}
+    assert not s.general_joints, [m.joints[j].shortname() for j in s.general_joints]
+    query = ContactQuery(s)
+    args = unpack_query_args(*query.packed)
+    d = m.createData()
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        q = s.q0 + 0.5 * rng.standard_normal(m.nq)
+        for j in range(1, m.njoints):
+            if s.joint_kind[j] == JOINT_ROOT_FREE:
+                i = m.idx_qs[j]
+                q[i + 3:i + 7] *= (1.0 + 1e-9 * rng.standard_normal()) / np.linalg.norm(q[i + 3:i + 7])
+        pin.forwardKinematics(m, d, q)
+        joint_poses_from_q(q, args[0], args[1], args[39], args[40], args[41], args[42], query.joint_R, query.joint_p)
+        for j in range(1, m.njoints):
+            R, p = d.oMi[j].rotation, d.oMi[j].translation
+            tol = 1e-8 if s.joint_kind[j] == JOINT_ROOT_FREE else 1e-12  # |quaternion| = 1 ± 1e-9: normalised here
+            np.testing.assert_allclose(query.joint_R[j], R, rtol=0, atol=tol)
+            np.testing.assert_allclose(query.joint_p[j], p, rtol=0, atol=tol)
+            if s.joint_kind[j] >= JOINT_REVOLUTE_X:
+                assert np.array_equal(query.joint_R[j], R) and np.array_equal(query.joint_p[j], p), \
+                    (m.names[j], query.joint_R[j] - R, query.joint_p[j] - p)
+    expected = {"panda": {"JointModelRZ", "JointModelPY", "JointModelPrismaticUnaligned"},
+                "allegro": {"JointModelRZ", "JointModelRY", "JointModelRevoluteUnaligned"},
+                "go1": {"JointModelRX", "JointModelRY"},
+                "suction": {"JointModelPX", "JointModelPY", "JointModelPZ", "JointModelRZ"}}[preset]
+    assert expected <= kinds
+
+
 def test_cylinder_with_end_spheres_becomes_a_capsule():
     """panda_collision.urdf models each link as a cylinder + a sphere on each end: one capsule each."""
     import coal

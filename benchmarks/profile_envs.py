@@ -1,0 +1,247 @@
+"""Where one env step goes: a profile of every registered env at ε = 1e-3, in the form of the Profile section.
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/profile_envs.py [--steps 200] [--trials 3] [--top 8]
+                                                                          [--env ID ...] [--clock cpu|wall]
+
+For every Gymnasium id starting with ``Cenic`` (``env_throughput.cenic_ids``), with the task's scripted policy where
+``env_throughput.SCRIPTED`` has one and seeded random actions otherwise: ``gym.make(id, accuracy=1e-3)``, a reset and
+10 untimed warm-up steps, one untimed pass, then ``--trials`` times (each from ``reset(seed=1000)``: the same
+trajectory every time, the integrator is deterministic) ``--steps`` env steps without shims and with the timing
+shims of ``profile_scenes.py`` (``profile_scenes.LEAVES``: every Pinocchio and numba call the integrator makes from
+Python, plus ``ContactQuery.sync_joint_poses``); the run of smallest ``env.step`` time of each kind is kept. Then one
+more run under cProfile (the leaves as named shims; the policy's own calls included).
+
+Times are this thread's CPU time by default (``--clock cpu``, ``time.thread_time``): the machine is shared by several
+agents (load average up to 5× its 2 cores), and wall time there mostly measures waiting for a core. Per env step:
+``env.step`` (the policy excluded) = env layer (action mapping, observation, reward terms, ``evaluate()``, Gymnasium
+wrappers and the bookkeeping of ``Simulator.advance_to``) + the integrator (``CenicIntegrator.advance_to``) = the
+leaves + the controllers' linearization (``ExternalSystems.linearize``: Python with Pinocchio / numba inside) + the
+integrator's own Python glue (the rest: step control, ``_prepare`` / ``_full_and_half`` / ``_icf`` / ``_gain_pool``
+bookkeeping, timers). Writes ``benchmarks/profiles/envs_summary.txt`` and
+``benchmarks/profiles/env_<id>_cprofile_tottime.txt``; prints the Markdown tables for RESULTS.md.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import io  # noqa: E402
+import pstats  # noqa: E402
+import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
+
+import gymnasium as gym  # noqa: E402
+
+import cenic_gym.cenic as cenic_mod  # noqa: E402
+import cenic_gym.contact as contact_mod  # noqa: E402
+import cenic_gym.external as ext_mod  # noqa: E402
+import env_throughput as et  # noqa: E402
+import profile_scenes as ps  # noqa: E402
+from bench_common import git_rev, threads  # noqa: E402
+
+EPS = 1e-3
+LEAVES = ps.LEAVES + [(contact_mod.ContactQuery, "sync_joint_poses", "ContactQuery.sync_joint_poses")]
+COAL = {"ContactQuery.coal_fallback", "numba cenic.state_terms (coal path)"}
+
+
+class Patched(ps.Patched):
+    """profile_scenes.Patched over this script's leaves, plus two gates: the integrator's ``advance_to`` adds 1 to
+    ``gate[0]`` and ``ExternalSystems.linearize`` 10 while they run (and both record their time in ``acc``), so that
+    a leaf counts only when the integrator calls it itself (gate == 1): Pinocchio calls of the env layer (Allegro's
+    observation) and of the controllers (the suction gripper's kinematics, inside the linearization row) are not
+    counted twice."""
+
+    def __init__(self, make, gate, acc, clock):
+        super().__init__(make)
+        self.gate, self.acc, self.clock = gate, acc, clock
+
+    def __enter__(self):
+        leaves = LEAVES + [(cenic_mod.CenicIntegrator, "advance_to", 1), (ext_mod.ExternalSystems, "linearize", 10)]
+        self.saved = [(ns, attr, getattr(ns, attr)) for ns, attr, _ in leaves]
+        for (ns, attr, label), (_, _, fn) in zip(leaves, self.saved):
+            setattr(ns, attr, self.make(label, fn) if isinstance(label, str) else
+                    _gating(fn, self.gate, label, self.acc["integrator" if label == 1 else "linearize"], self.clock))
+        return self
+
+
+def _gating(fn, gate, k, slot, clock):
+    def gated(*a, **kw):
+        gate[0] += k
+        t0 = clock()
+        try:
+            return fn(*a, **kw)
+        finally:
+            slot[0] += 1
+            slot[1] += clock() - t0
+            gate[0] -= k
+    return gated
+
+
+def _gated_timer(fn, slot, gate, clock):
+    def timed(*a, **k):
+        if gate[0] != 1:
+            return fn(*a, **k)
+        t0 = clock()
+        try:
+            return fn(*a, **k)
+        finally:
+            slot[0] += 1
+            slot[1] += clock() - t0
+    return timed
+
+
+def policy_of(env_id):
+    if env_id in et.SCRIPTED:
+        return "scripted", et.load(et.SCRIPTED[env_id])
+    return "random", lambda e: et.RandomPolicy(e, 0)
+
+
+def run(env, make_policy, steps, clock, seed0=1000):
+    """``steps`` env steps from ``reset(seed=seed0)`` (episodes restart untimed); returns (env.step time by
+    ``clock``, accepted substeps, rejected attempts, env steps)."""
+    policy = make_policy(env)
+    obs, _ = env.reset(seed=seed0)
+    policy.reset()
+    total, sub, rej, episode = 0.0, 0, 0, 0
+    for k in range(steps):
+        action = policy(obs)
+        t0 = clock()
+        obs, _, term, trunc, info = env.step(action)
+        total += clock() - t0
+        sub += info["sim"]["substeps"]
+        rej += info["sim"]["rejected"]
+        if (term or trunc) and k + 1 < steps:
+            episode += 1
+            obs, _ = env.reset(seed=seed0 + episode)
+            policy.reset()
+    return total, sub, rej, steps
+
+
+def profile_env(env_id, steps, trials, top, clock):
+    """Leaf timing and cProfile of ``steps`` env steps of one env. Returns (dict of per-env-step numbers [s],
+    cProfile text)."""
+    kind, make = policy_of(env_id)
+    env = gym.make(env_id, accuracy=EPS)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(10):
+        env.step(env.action_space.sample())
+    run(env, make, steps, clock)  # settle caches on this trajectory
+    plain, shimmed = None, None
+    for _ in range(trials):
+        r = run(env, make, steps, clock)
+        if plain is None or r[0] < plain[0]:
+            plain = r
+        acc = defaultdict(lambda: [0, 0.0])
+        gate = [0]
+        with Patched(lambda label, fn: _gated_timer(fn, acc[label], gate, clock), gate, acc, clock):
+            r = run(env, make, steps, clock)
+        if shimmed is None or r[0] < shimmed[0][0]:
+            shimmed = (r, dict(acc))
+    (step_time, sub, rej, n), acc = shimmed
+    pr = cProfile.Profile(clock)
+    with Patched(ps.named_shim, [0], defaultdict(lambda: [0, 0.0]), clock):
+        pr.enable()
+        run(env, make, steps, clock)
+        pr.disable()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).strip_dirs().sort_stats("tottime").print_stats(top + 12)
+    stats = pstats.Stats(pr)
+    prof_total = sum(v[2] for v in stats.stats.values())  # Σ self time = the profiled time
+    rows = sorted(((v[2], k) for k, v in stats.stats.items()), reverse=True)[:top]
+    top_items = [(f"{os.path.basename(k[0])}:{k[1]}({k[2]})" if k[0] != "~" else k[2], t / prof_total)
+                 for t, k in rows]
+    attempts = sub + rej
+    leaf = {label: t for label, (_, t) in acc.items()}
+    calls = {label: c for label, (c, _) in acc.items()}
+    pin = sum(t for label, t in leaf.items() if label in ps.PIN_LEAVES)
+    coal = sum(t for label, t in leaf.items() if label in COAL)
+    out = dict(env=env_id, policy=kind, steps=n, attempts=attempts / n, rejected=rej / n,
+               step_plain=plain[0] / n, step=step_time / n, total=leaf["integrator"] / n,
+               lin=leaf.get("linearize", 0.0) / n,
+               fh=leaf.get("numba cenic.icf_full_and_half", 0.0) / n, icf=leaf.get("numba cenic.icf_step", 0.0) / n,
+               prep=leaf.get("numba cenic.prepare_kernel", 0.0) / n, pin=pin / n, coal=coal / n,
+               sync=leaf.get("ContactQuery.sync_joint_poses", 0.0) / n,
+               err=leaf.get("numba cenic.max_abs_diff", 0.0) / n,
+               lin_calls=calls.get("linearize", 0) / max(attempts, 1),
+               prep_calls=calls.get("numba cenic.prepare_kernel", 0) / max(attempts, 1),
+               top=top_items)
+    out["glue"] = out["total"] - (out["fh"] + out["icf"] + out["prep"] + out["pin"] + out["coal"] + out["sync"]
+                                  + out["err"] + out["lin"])
+    out["env_layer"] = out["step"] - out["total"]
+    env.close()
+    return out, s.getvalue()
+
+
+ROWS = [("env layer (action, observation, reward, `evaluate()`, wrappers, `Simulator.advance_to` bookkeeping)",
+         "env_layer"),
+        ("integrator `CenicIntegrator.advance_to`, of which:", "total"),
+        ("numba `icf_full_and_half` (full + first half step: 2 solves)", "fh"),
+        ("numba `icf_step` (second half step: 1 solve)", "icf"),
+        ("numba `prepare_kernel` (joint + geometry poses, broad + narrow phase, Jacobians, lagged terms)", "prep"),
+        ("Pinocchio `computeJointJacobians` + `crba` + `nonLinearEffects` (+ `integrate`)", "pin"),
+        ("controllers' linearization (`ExternalSystems.linearize`)", "lin"),
+        ("coal pairs (`ContactQuery.coal_fallback` + `state_terms`)", "coal"),
+        ("`ContactQuery.sync_joint_poses` (Python copy of Pinocchio poses)", "sync"),
+        ("numba `max_abs_diff`", "err"),
+        ("integrator Python glue (`advance_to` − the rows above)", "glue")]
+
+
+def tables(results):
+    head = "| per env step | " + " | ".join(f"{r['env']} ({r['policy']})" for r in results) + " |"
+    lines = [head, "|---|" + "---|" * len(results)]
+    lines.append("| `env.step` without shims / with shims [µs] | " + " | ".join(
+        f"**{1e6 * r['step_plain']:.0f}** / {1e6 * r['step']:.0f}" for r in results) + " |")
+    lines.append("| attempts (rejected) per env step; µs per attempt (integrator); state evaluations and "
+                 "linearizations per attempt | " + " | ".join(
+                     f"{r['attempts']:.2f} ({r['rejected']:.2f}); {1e6 * r['total'] / r['attempts']:.0f}; "
+                     f"{r['prep_calls']:.2f}, {r['lin_calls']:.2f}" for r in results) + " |")
+    for label, key in ROWS:
+        lines.append(f"| {label} | " + " | ".join(
+            f"{1e6 * r[key]:.0f} µs ({100 * r[key] / r['step']:.0f} %)" if abs(r[key]) >= 0.5e-6 else "–"
+            for r in results) + " |")
+    top = ["", "| env | top self-time items under cProfile (share of the profiled time) |", "|---|---|"]
+    for r in results:
+        top.append(f"| {r['env']} ({r['policy']}) | " + ", ".join(f"`{name}` {100 * share:.0f} %"
+                                                                  for name, share in r["top"]) + " |")
+    return "\n".join(lines + top)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=200, help="env steps per run (default 200)")
+    ap.add_argument("--trials", type=int, default=3, help="runs with and without shims, the fastest kept (default 3)")
+    ap.add_argument("--top", type=int, default=8, help="cProfile items listed per env (default 8)")
+    ap.add_argument("--env", action="append", help="only these ids (repeatable; default: every Cenic* id)")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="cpu: time.thread_time (this thread's CPU time: what a shared, overloaded machine does not "
+                         "inflate); wall: time.perf_counter (default cpu)")
+    args = ap.parse_args()
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    ps.OUT.mkdir(exist_ok=True)
+    t0 = time.perf_counter()
+    head = (f"# profile_envs.py, git {git_rev()}, {time.strftime('%Y-%m-%d %H:%M %Z')}, 1-minute load average "
+            f"{os.getloadavg()[0]:.2f} at start, {threads()}, ε = {EPS:g}, {args.steps} env steps per run, best of "
+            f"{args.trials}, clock {args.clock} ({clock.__name__})")
+    print(head, flush=True)
+    results = []
+    for env_id in args.env or et.cenic_ids():
+        out, text = profile_env(env_id, args.steps, args.trials, args.top, clock)
+        results.append(out)
+        (ps.OUT / f"env_{env_id}_cprofile_tottime.txt").write_text(
+            f"# cProfile ({clock.__name__}) of {env_id} ({out['policy']}), ε={EPS:g}, {args.steps} env steps and "
+            f"the policy's calls (leaves as named shims)\n" + text)
+        print(f"{env_id}: {1e6 * out['step_plain']:.0f} µs per env step, {out['attempts']:.2f} attempts", flush=True)
+    text = tables(results)
+    tail = (f"# 1-minute load average at the end {os.getloadavg()[0]:.2f}; total {time.perf_counter() - t0:.0f} s; "
+            f"a timing shim costs {1e6 * ps.shim_cost():.2f} µs of wall time per call (no-op)")
+    (ps.OUT / "envs_summary.txt").write_text("\n\n".join([head, text, tail]) + "\n")
+    print("\n" + text + "\n\n" + tail)
+
+
+if __name__ == "__main__":
+    main()

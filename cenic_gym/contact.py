@@ -214,17 +214,6 @@ class ContactQuery:
             if val is not None:
                 arr[geoms] = val
 
-    def query(self, q, v, data, Jw, lookahead=0.0):
-        """Contacts at q. ``data`` must hold ``pin.computeJointJacobians(model, data, q)`` whose world Jacobian
-        is ``Jw`` (6, nv); v (nv,) and ``lookahead`` [s] widen each pair's speculative margin by the distance its
-        bodies can travel in that time. Returns a ContactSet of views into this workspace (valid until the next
-        query)."""
-        self.sync_joint_poses(data)
-        n, n_fallback = _query_kernel(q, v, Jw, float(lookahead), unpack_query_args(*self.packed))
-        if n_fallback:
-            n = self.coal_fallback(n, Jw)
-        return self.contact_set(n)
-
     def sync_joint_poses(self, data):
         """Copy the poses of the joints the kinematics kernel does not compute (``system.general_joints``: neither
         fixed, root free bodies nor 1-DOF revolute/prismatic joints) from Pinocchio's data."""

@@ -81,8 +81,9 @@ from numba import njit
 
 from . import narrowphase as nph
 from .contact import compute_kinematics
+from .kinematics import joint_poses_from_q
 from .external import ExternalSystem, JointPD, Linearization
-from .model import Box, ContactMaterial, SceneBuilder
+from .model import JOINT_GENERAL, Box, ContactMaterial, SceneBuilder
 
 ASSET_DIR = Path(str(resources.files("cenic_gym.assets")))
 DEFAULT_URDF = ASSET_DIR / "suction_gripper_2x2.urdf"
@@ -492,6 +493,34 @@ def _pairs_kernel(C, A, U, W, gtype, gsize, gR, gp, gbound, skip, f_max, d_sat, 
 
 
 @njit(cache=True)
+def _frames(joint_R, joint_p, cup_joint, mouth_local, axis_local, u_local, w_local, geom_joint, gR_local, gp_local,
+            C, A, U, W, gR, gp):
+    """World mouth points C, mouth axes A and lip-plane axes U, W of the cups, and world poses (gR, gp) of the target
+    geometries, from the world poses (joint_R, joint_p) of their joints and their local placements."""
+    for k in range(cup_joint.shape[0]):
+        j = cup_joint[k]
+        R = joint_R[j]
+        for a in range(3):
+            C[k, a] = joint_p[j, a]
+            A[k, a] = 0.0
+            U[k, a] = 0.0
+            W[k, a] = 0.0
+            for b in range(3):
+                C[k, a] += R[a, b] * mouth_local[k, b]
+                A[k, a] += R[a, b] * axis_local[k, b]
+                U[k, a] += R[a, b] * u_local[k, b]
+                W[k, a] += R[a, b] * w_local[k, b]
+    for g in range(geom_joint.shape[0]):
+        j = geom_joint[g]
+        R = joint_R[j]
+        for a in range(3):
+            gp[g, a] = joint_p[j, a]
+            for b in range(3):
+                gp[g, a] += R[a, b] * gp_local[g, b]
+                gR[g, a, b] = R[a, 0] * gR_local[g, 0, b] + R[a, 1] * gR_local[g, 1, b] + R[a, 2] * gR_local[g, 2, b]
+
+
+@njit(cache=True)
 def _accumulate(J, joint_cols, joint_ncols, cup_joint, geom_joint, C, rec_cup, rec_geom, rec_N, rec_F, n, tau):
     """tau (nv,) += Σ_pairs J_N,objᵀ f_G − J_C,cupᵀ f_G (world Jacobian J at the origin: wrench (f, p × f))."""
     for r in range(n):
@@ -746,6 +775,11 @@ class SuctionGripper(ExternalSystem):
                      np.zeros((cap, 3)))
         # derivative data of each record: lip sums s_n, s_m, their count m, normal rate K (_pairs_kernel)
         self._drec = (np.zeros((cap, 3)), np.zeros((cap, 3)), np.zeros(cap), np.zeros((cap, 3, 3)))
+        # joint poses: free bodies from q (numba), the cup joints (and any other joint) from Pinocchio's data
+        self._jR = np.zeros((m.njoints, 3, 3))
+        self._jp = np.zeros((m.njoints, 3))
+        self._oMi_joints = sorted({int(j) for j in self.cup_joint}
+                                  | {int(j) for j in self._gjoint if system.joint_kind[j] == JOINT_GENERAL})
         self._n = 0
         self._J = None
         self._tau = np.zeros(nv)
@@ -786,21 +820,19 @@ class SuctionGripper(ExternalSystem):
         if self._coal[i]:
             self._coal_shapes[i] = nph.make_coal_shape(shape.geom_type, shape.size(), getattr(shape, "vertices", None))
 
-    def _find_pairs(self):
-        """Records of all pairs within d_cut (kinematics in self.data up to date). Returns their number."""
-        data = self.data
-        for k, j in enumerate(self.cup_joint):
-            M = data.oMi[int(j)]
-            R = M.rotation
-            self._C[k] = R @ self.mouth_local[k] + M.translation
-            self._A[k] = R @ self.axis_local[k]
-            self._U[k] = R @ self.u_local[k]
-            self._W[k] = R @ self.w_local[k]
-        for i, j in enumerate(self._gjoint):
-            M = data.oMi[int(j)]
-            R = M.rotation
-            self._gR[i] = R @ self._gR_local[i]
-            self._gp[i] = R @ self._gp_local[i] + M.translation
+    def _find_pairs(self, q):
+        """Records of all pairs within d_cut at q (Pinocchio's forward kinematics in self.data up to date for the
+        cup joints; free bodies are posed from q in numba). Returns their number."""
+        s = self.system
+        jR, jp = self._jR, self._jp
+        joint_poses_from_q(q, s.joint_kind, s.joint_idx_q, jR, jp)
+        oMi = self.data.oMi
+        for j in self._oMi_joints:
+            M = oMi[j]
+            jR[j] = M.rotation
+            jp[j] = M.translation
+        _frames(jR, jp, self.cup_joint, self.mouth_local, self.axis_local, self.u_local, self.w_local, self._gjoint,
+                self._gR_local, self._gp_local, self._C, self._A, self._U, self._W, self._gR, self._gp)
         cup, geom, d, N, nrm, cos, sig, f, w, F = self._rec
         n = _pairs_kernel(self._C, self._A, self._U, self._W, self._gtype, self._gsize, self._gR, self._gp,
                           self._gbound, self._coal, self.f_max, self.d_sat, self.d_cut, self.seal, self.lip_radius,
@@ -851,7 +883,7 @@ class SuctionGripper(ExternalSystem):
     def pairs(self, q):
         """The cup–geometry interactions at q (list of :class:`SuctionPair`; forces as if the gripper were on)."""
         pin.forwardKinematics(self.model, self.data, q)
-        n = self._find_pairs()
+        n = self._find_pairs(q)
         cup, geom, d, N, nrm, cos, sig, _, w, F = self._rec
         return [SuctionPair(int(cup[i]), int(self.geoms[geom[i]]), float(d[i]), self._C[cup[i]].copy(),
                             N[i].copy(), nrm[i].copy(), float(cos[i]), float(sig[i]), float(w[i]), F[i].copy())
@@ -863,7 +895,7 @@ class SuctionGripper(ExternalSystem):
         if not self.on:
             return out
         pin.forwardKinematics(self.model, self.data, q)
-        n = self._find_pairs()
+        n = self._find_pairs(q)
         cup, F = self._rec[0], self._rec[9]
         tot = np.zeros((self.n_cups, 3))
         np.add.at(tot, cup[:n], F[:n])
@@ -872,7 +904,7 @@ class SuctionGripper(ExternalSystem):
     def mouth_distances(self, q):
         """(n_cups,) distance [m] from each cup mouth to the nearest target surface (d_cut when none is nearer)."""
         pin.forwardKinematics(self.model, self.data, q)
-        n = self._find_pairs()
+        n = self._find_pairs(q)
         out = np.full(self.n_cups, self.d_cut)
         cup, d = self._rec[0], self._rec[2]
         for r in range(n):
@@ -910,7 +942,7 @@ class SuctionGripper(ExternalSystem):
             return np.zeros(self.dofs.shape[0])
         s = self.system
         J = self._J = compute_kinematics(self.model, self.data, q)  # forward kinematics + world joint Jacobians
-        n = self._find_pairs()
+        n = self._find_pairs(q)
         tau = self._tau
         tau[:] = 0.0
         cup, geom, _, N, _, _, _, _, _, F = self._rec

@@ -889,26 +889,23 @@ class SuctionGripper(ExternalSystem):
                             N[i].copy(), nrm[i].copy(), float(cos[i]), float(sig[i]), float(w[i]), F[i].copy())
                 for i in range(n)]
 
-    def cup_forces(self, q):
-        """(n_cups,) magnitude [N] of each cup's total pull at q (0 when off): |Σ_pairs f_G| per cup."""
+    def cup_forces(self, q, pairs=None):
+        """(n_cups,) magnitude [N] of each cup's total pull at q (0 when off): |Σ_pairs f_G| per cup. ``pairs``: the
+        :meth:`pairs` at q when the caller has them already (no second evaluation)."""
         out = np.zeros(self.n_cups)
         if not self.on:
             return out
-        pin.forwardKinematics(self.model, self.data, q)
-        n = self._find_pairs(q)
-        cup, F = self._rec[0], self._rec[9]
         tot = np.zeros((self.n_cups, 3))
-        np.add.at(tot, cup[:n], F[:n])
+        for p in self.pairs(q) if pairs is None else pairs:
+            tot[p.cup] += p.force
         return np.linalg.norm(tot, axis=1)
 
-    def mouth_distances(self, q):
-        """(n_cups,) distance [m] from each cup mouth to the nearest target surface (d_cut when none is nearer)."""
-        pin.forwardKinematics(self.model, self.data, q)
-        n = self._find_pairs(q)
+    def mouth_distances(self, q, pairs=None):
+        """(n_cups,) distance [m] from each cup mouth to the nearest target surface (d_cut when none is nearer).
+        ``pairs``: the :meth:`pairs` at q when the caller has them already (no second evaluation)."""
         out = np.full(self.n_cups, self.d_cut)
-        cup, d = self._rec[0], self._rec[2]
-        for r in range(n):
-            out[cup[r]] = min(out[cup[r]], d[r])
+        for p in self.pairs(q) if pairs is None else pairs:
+            out[p.cup] = min(out[p.cup], p.distance)
         return out
 
     # -- the external system -------------------------------------------------------------------------------------

@@ -87,19 +87,28 @@ def test_seal_model_off_is_the_bare_law():
     assert all(p.seal == 1.0 for p in sc.suction.pairs(q))
 
 
-def test_shadowing_only_the_nearest_surface_pulls():
-    """Two cups' worth of geometry: box A under the cups at 1 mm, box B stacked 3 cm below A's bottom (beyond the
-    cups' reach through A): each cup pulls on A only; B, farther by more than `shadow`, feels nothing."""
-    from cenic_gym import Box, SceneBuilder, SuctionGripper
+def gripper_over(*bodies):
+    """The 2 × 2 gripper (tool frame at 0.3 m, no gravity) over free bodies (name, shape, (x, y, z below the cup
+    mouths) [m], rotation or None), each of 0.1 kg; returns (system, SuctionGripper on all of them)."""
+    from cenic_gym import SceneBuilder, SuctionGripper
     from cenic_gym.suction import add_suction_gripper, mouth_height
 
     b = SceneBuilder(gravity=(0, 0, 0))
     add_suction_gripper(b, position=(0, 0, 0.3))
     mz = mouth_height(0.3)
-    b.add_body("a", Box((0.1, 0.1, 0.01)), mass=0.1, position=(0, 0, mz - 0.001 - 0.005))
-    b.add_body("b", Box((0.1, 0.1, 0.01)), mass=0.1, position=(0, 0, mz - 0.001 - 0.01 - 0.005 - 0.002))
+    for name, shape, (x, y, below), rotation in bodies:
+        b.add_body(name, shape, mass=0.1, position=(x, y, mz - below), rotation=rotation)
     s = b.build()
-    su = SuctionGripper(s, "gripper", ["a", "b"])
+    return s, SuctionGripper(s, "gripper", [name for name, *_ in bodies])
+
+
+def test_shadowing_only_the_nearest_surface_pulls():
+    """Two cups' worth of geometry: box A under the cups at 1 mm, box B stacked 3 cm below A's bottom (beyond the
+    cups' reach through A): each cup pulls on A only; B, farther by more than `shadow`, feels nothing."""
+    from cenic_gym import Box
+
+    s, su = gripper_over(("a", Box((0.1, 0.1, 0.01)), (0, 0, 0.001 + 0.005), None),
+                         ("b", Box((0.1, 0.1, 0.01)), (0, 0, 0.001 + 0.01 + 0.005 + 0.002), None))
     pairs = su.pairs(s.q0)
     on_a = [p for p in pairs if p.geom == s.geometries.index(next(g for g in s.geometries if g.name == "a/0"))]
     on_b = [p for p in pairs if p not in on_a]
@@ -171,7 +180,7 @@ def test_analytic_diagonal_on_the_env_scene():
     joints, the three boxes and the tote) equals the central difference."""
     env = gym.make("CenicSuction-v0").unwrapped
     env.reset(seed=0, options=dict(target_pose=(-0.1, 0.0, 0.0), tote_xy=(0.25, 0.0)))
-    su, s = env.suction, env.system
+    su = env.suction
     q = env.sim.q.copy()
     size = env.sizes[0]
     from cenic_gym.envs import suction_constants as sc
@@ -187,16 +196,10 @@ def test_analytic_diagonal_on_the_env_scene():
 def test_analytic_diagonal_on_the_shadowing_ramp():
     """Box b 2 mm under box a (within ``shadow`` = 5 mm of the nearest surface): b's pairs sit on the shadowing
     ramp (0 < w < 1), so ∂w/∂q enters; the analytic diagonal equals the central difference."""
-    from cenic_gym import Box, SceneBuilder, SuctionGripper
-    from cenic_gym.suction import add_suction_gripper, mouth_height
+    from cenic_gym import Box
 
-    b = SceneBuilder(gravity=(0, 0, 0))
-    add_suction_gripper(b, position=(0, 0, 0.3))
-    mz = mouth_height(0.3)
-    b.add_body("a", Box((0.05, 0.1, 0.002)), mass=0.1, position=(0.01, 0, mz - 0.004 - 0.001))
-    b.add_body("b", Box((0.1, 0.1, 0.01)), mass=0.1, position=(0, 0, mz - 0.004 - 0.002 - 0.002 - 0.005))
-    s = b.build()
-    su = SuctionGripper(s, "gripper", ["a", "b"])
+    s, su = gripper_over(("a", Box((0.05, 0.1, 0.002)), (0.01, 0, 0.004 + 0.001), None),
+                         ("b", Box((0.1, 0.1, 0.01)), (0, 0, 0.004 + 0.002 + 0.002 + 0.005), None))
     assert any(0.0 < p.shadow < 1.0 for p in su.pairs(s.q0))
     assert_diagonal_is_the_central_difference(su, s.q0)
 
@@ -206,19 +209,13 @@ def test_analytic_diagonal_on_curved_targets(shape):
     """A ball beside the cup axes and a capsule lying across them (its side under two cups, its round end under
     another): the normal turns as the mouth moves over the curved surface (rate 1/(d + r)); the analytic diagonal
     equals the central difference."""
-    from cenic_gym import Capsule, SceneBuilder, Sphere, SuctionGripper
-    from cenic_gym.suction import add_suction_gripper, mouth_height
+    from cenic_gym import Capsule, Sphere
 
-    b = SceneBuilder(gravity=(0, 0, 0))
-    add_suction_gripper(b, position=(0, 0, 0.3))
-    mz = mouth_height(0.3)
     if shape == "sphere":
-        b.add_body("o", Sphere(0.02), mass=0.1, position=(0.012, 0.005, mz - 0.024))
+        s, su = gripper_over(("o", Sphere(0.02), (0.012, 0.005, 0.024), None))
     else:
         R = pin.rpy.rpyToMatrix(0.0, 0.5 * np.pi, 0.1)
-        b.add_body("o", Capsule(0.01, 0.04), mass=0.1, position=(0.005, -0.018, mz - 0.013), rotation=R)
-    s = b.build()
-    su = SuctionGripper(s, "gripper", ["o"])
+        s, su = gripper_over(("o", Capsule(0.01, 0.04), (0.005, -0.018, 0.013), R))
     assert len(su.pairs(s.q0)) >= 2
     assert_diagonal_is_the_central_difference(su, s.q0)
 

@@ -22,6 +22,7 @@ Conventions (all quantities in world frame, SI units):
   ``MAX_PAIR_CONTACTS`` per pair.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -1128,11 +1129,17 @@ def _coal_patch(shape_a, Ta, shape_b, Tb, res, max_points):
     m = patch.size()
     if m == 0:
         return None
-    idx = np.arange(m)
-    if m > max_points:  # patch points are ordered around the polygon
-        idx = np.unique(np.round(np.linspace(0, m, max_points, endpoint=False)).astype(int))
-    pts = [np.array(patch.getPoint(int(i)), dtype=np.float64) for i in idx]
+    pts = [np.array(patch.getPoint(i), dtype=np.float64) for i in _patch_subset(m, max_points)]
     return pts, np.array(patch.getNormal(), dtype=np.float64), float(patch.penetration_depth)
+
+
+@functools.lru_cache(maxsize=256)
+def _patch_subset(m, max_points):
+    """Indices (a tuple) of the at most ``max_points`` points kept of a patch of m: all, or evenly spread (patch
+    points are ordered around the polygon)."""
+    if m <= max_points:
+        return tuple(range(m))
+    return tuple(int(i) for i in np.unique(np.round(np.linspace(0, m, max_points, endpoint=False)).astype(int)))
 
 
 def coal_contacts(shape_a, R_a, p_a, shape_b, R_b, p_b, margin, max_points=MAX_PAIR_CONTACTS):
@@ -1172,6 +1179,7 @@ def coal_contacts(shape_a, R_a, p_a, shape_b, R_b, p_b, margin, max_points=MAX_P
             pts, nrm, phi = patch
     n = len(pts)
     points = np.array(pts).reshape(n, 3)
-    normals = np.tile(nrm, (n, 1))
+    normals = np.empty((n, 3))
+    normals[:] = nrm
     phis = np.full(n, phi)
     return points, normals, phis

@@ -55,9 +55,12 @@ Distances: numba narrow phase (a zero-radius sphere at C and at the lip points a
 one numba call for all cup–geometry pairs); coal (a 1 µm sphere, its radius added back) for cylinders and meshes.
 
 **Time integration.** By default implicit: linearized about the predicted configuration q̃ = q^n ⊕ δt v^n (CENIC
-§V-C, eq. 26–29). The diagonal ∂τ_i/∂q_i comes from one numba kernel (:func:`_diagonal_kernel`: every cup and
-object moved rigidly along column i of the world Jacobian, the pairs re-evaluated, a forward difference), instead of
-1 + len(dofs) Python evaluations of the law (14 for one box); off, or nothing within d_cut, costs nothing.
+§V-C, eq. 26–29). The diagonal ∂τ_i/∂q_i is analytic (:func:`_diagonal_kernel`, one numba call on the pair
+records: the distance's gradient is the normal, the normal turns with the geometry and, over an edge, vertex or
+curved surface, with the mouth's relative motion; the seal fraction moves with the lip points on the sloped part of
+their weight; the shadowing weight with the distance to the nearest pair) for spheres, boxes and capsules, instead
+of 1 + len(dofs) Python evaluations of the law (14 for one box), which stay the fallback for pairs with a coal
+geometry (cylinders, meshes); off, or nothing within d_cut, costs nothing.
 Suction is attractive and grows as the gap closes — a negative stiffness — so the diagonal of −∂τ/∂v is ≤ 0 for
 approach motions, and those DOFs get C = 0: the law is then evaluated at q̃ (an explicit predictor) and error
 control keeps the steps small while the gap closes. Positive entries (the centring stiffness f/ρ of a curved
@@ -78,9 +81,10 @@ from numba import njit
 
 from . import narrowphase as nph
 from .contact import compute_kinematics
+from .kinematics import joint_poses_from_q
 from .external import ExternalSystem, JointPD, Linearization
 from .builder import SceneBuilder
-from .model import Box, ContactMaterial, quat_xyzw_to_matrix
+from .model import JOINT_GENERAL, Box, ContactMaterial, quat_xyzw_to_matrix
 
 ASSET_DIR = Path(str(resources.files("cenic_gym.assets")))
 DEFAULT_URDF = ASSET_DIR / "suction_gripper_2x2.urdf"
@@ -115,7 +119,6 @@ LEAK_GAP = 2.0e-3  # [m] ... and from this relative gap on it leaks fully
 LIP_CIRCLE = CUP_RADIUS - LIP_RADIUS  # [m] radius of the sampled lip circle (the lip spheres' centres)
 LIP_SAMPLES = 24  # points on the lip circle
 SHADOW = 5e-3  # [m] a surface this much farther than the nearest facing one gets no pull
-_DIFF_STEP = 1e-7  # [m, rad] forward-difference step of the numba diagonal derivative
 
 _MOUTH_RADIUS_COAL = 1e-6  # [m] coal has no point shape: a tiny sphere, its radius added back to the distance
 
@@ -334,12 +337,16 @@ def _point_distance(P, gt, gs, gR, gp, margin, zero, eye, out_p, out_n, out_phi)
 @njit(cache=True)
 def _pair_geometry(Ck, Ak, Uk, Wk, gt, gs, gR, gp, d_cut, seal, lip_r, nlip, e_seal, e_leak,
                    zero, eye, out_p, out_n, out_phi, res):
-    """One cup–geometry pair: res = (d, N (3), n̂ (3), cos θ, σ). Returns False when d ≥ d_cut.
+    """One cup–geometry pair: res = (d, N (3), n̂ (3), cos θ, σ, s_n (3), s_m (3), m). Returns False when d ≥ d_cut.
 
-    σ (seal fraction): the mean of :func:`_seal_weight` over ``nlip`` points of the lip circle (radius lip_r about
-    the mouth C in the mouth plane, spanned by U, W) of their relative gap e_j = d_j − d, d_j the lip point's
+    σ (seal fraction): the mean of :func:`_seal_weight` over ``nlip`` points P_j of the lip circle (radius lip_r
+    about the mouth C in the mouth plane, spanned by U, W) of their relative gap e_j = d_j − d, d_j the lip point's
     distance to the geometry (e_j = ∞ beyond d + e_leak). 1 when the whole lip faces the surface as closely as the
-    mouth does (a flat face parallel to the mouth plane), ½ for a cup centred on a straight edge."""
+    mouth does (a flat face parallel to the mouth plane), ½ for a cup centred on a straight edge.
+
+    For σ's derivative (:func:`_diagonal_kernel`): over the m lip points on the sloped part of the weight
+    (e_seal < e_j < e_leak), s_n = Σ n̂_j and s_m = Σ P_j × n̂_j [m] (n̂_j the geometry's outward normal at P_j's
+    closest point), so that Σ_j ḋ_j = s_n·v + s_m·ω for a relative twist (v at the world origin, ω) of the cup."""
     d = _point_distance(Ck, gt, gs, gR, gp, d_cut, zero, eye, out_p, out_n, out_phi)
     if not d < d_cut:
         return False
@@ -349,6 +356,8 @@ def _pair_geometry(Ck, Ak, Uk, Wk, gt, gs, gR, gp, d_cut, seal, lip_r, nlip, e_s
         res[1 + i] = Ck[i] - d * n_i
         res[4 + i] = n_i
         cos -= n_i * Ak[i]
+    for i in range(9, 16):
+        res[i] = 0.0
     sigma = 1.0
     if seal:
         acc = 0.0
@@ -360,12 +369,69 @@ def _pair_geometry(Ck, Ak, Uk, Wk, gt, gs, gR, gp, d_cut, seal, lip_r, nlip, e_s
                 P[i] = Ck[i] + lip_r * (ca * Uk[i] + sa * Wk[i])
             dj = _point_distance(P, gt, gs, gR, gp, d + e_leak, zero, eye, out_p, out_n, out_phi)
             if dj < np.inf:
-                acc += _seal_weight(dj - d, e_seal, e_leak)
+                e = dj - d
+                acc += _seal_weight(e, e_seal, e_leak)
+                if e_seal < e < e_leak:
+                    n0, n1, n2 = -out_n[0, 0], -out_n[0, 1], -out_n[0, 2]
+                    res[9] += n0
+                    res[10] += n1
+                    res[11] += n2
+                    res[12] += P[1] * n2 - P[2] * n1
+                    res[13] += P[2] * n0 - P[0] * n2
+                    res[14] += P[0] * n1 - P[1] * n0
+                    res[15] += 1.0
         sigma = acc / nlip
     res[0] = d
     res[7] = cos
     res[8] = sigma
     return True
+
+
+@njit(cache=True)
+def _normal_rate(C, d, nh, gt, gs, gR, gp, K):
+    """K (3, 3) [1/m]: the rate of the outward normal n̂ at the closest point of a sphere, box or capsule to the point
+    C (distance d [m]) as C moves relative to the geometry, dn̂ = K ċ_rel (ċ_rel: C's velocity relative to the
+    geometry frame; the geometry's own rotation adds ω × n̂). On a face, or with C inside: 0. Closest point on an
+    edge (a box edge along ê, a capsule's side along its axis): (I − n̂n̂ᵀ − êêᵀ)/ρ; on a vertex, sphere or capsule
+    end: (I − n̂n̂ᵀ)/ρ, with ρ the distance from C to the centre of curvature (d for box edges and vertices, d + r
+    for spheres and capsules)."""
+    for a in range(3):
+        for b in range(3):
+            K[a, b] = 0.0
+    e0, e1, e2 = 0.0, 0.0, 0.0
+    rho = 0.0
+    edge = False
+    if gt == nph.SPHERE:
+        rho = d + gs[0]
+    elif gt == nph.CAPSULE:
+        t = (C[0] - gp[0]) * gR[0, 2] + (C[1] - gp[1]) * gR[1, 2] + (C[2] - gp[2]) * gR[2, 2]
+        rho = d + gs[0]
+        if abs(t) < gs[1]:
+            edge = True
+            e0, e1, e2 = gR[0, 2], gR[1, 2], gR[2, 2]
+    elif gt == nph.BOX and d > 0.0:
+        out = 0
+        free = -1
+        for j in range(3):
+            qj = (C[0] - gp[0]) * gR[0, j] + (C[1] - gp[1]) * gR[1, j] + (C[2] - gp[2]) * gR[2, j]
+            if abs(qj) > gs[j]:
+                out += 1
+            else:
+                free = j
+        if out >= 2:
+            rho = d
+        if out == 2:
+            edge = True
+            e0, e1, e2 = gR[0, free], gR[1, free], gR[2, free]
+    if not rho > 0.0:
+        return
+    e = (e0, e1, e2)
+    for a in range(3):
+        for b in range(3):
+            k = (1.0 if a == b else 0.0) - nh[a] * nh[b]
+            if edge:
+                k -= e[a] * e[b]
+            K[a, b] = k / rho
 
 
 @njit(cache=True)
@@ -388,13 +454,15 @@ def _shadow(n, rec_cup, rec_d, rec_f, rec_n, shadow, rec_w, rec_F):
 
 @njit(cache=True)
 def _pairs_kernel(C, A, U, W, gtype, gsize, gR, gp, gbound, skip, f_max, d_sat, d_cut, seal, lip_r, nlip, e_seal,
-                  e_leak, out_p, out_n, out_phi, rec_cup, rec_geom, rec_d, rec_N, rec_n, rec_cos, rec_sig, rec_f):
+                  e_leak, out_p, out_n, out_phi, rec_cup, rec_geom, rec_d, rec_N, rec_n, rec_cos, rec_sig, rec_f,
+                  rec_sn, rec_sm, rec_m, rec_K):
     """All cup–geometry pairs closer than d_cut handled by the numba narrow phase (``skip``: geometries left to
-    coal). Writes the records (cup, local geometry index, d, N, n̂, cos θ, σ, f = f(d) max(0, cos θ) σ) and
-    returns their number (shadowing is applied by :func:`_shadow` afterwards)."""
+    coal). Writes the records (cup, local geometry index, d, N, n̂, cos θ, σ, f = f(d) max(0, cos θ) σ) and the
+    data of their derivative (the lip sums s_n, s_m, m of :func:`_pair_geometry` and the normal rate K of
+    :func:`_normal_rate`) and returns their number (shadowing is applied by :func:`_shadow` afterwards)."""
     zero = np.zeros(3)
     eye = np.eye(3)
-    res = np.empty(9)
+    res = np.empty(16)
     n = 0
     for k in range(C.shape[0]):
         for g in range(gtype.shape[0]):
@@ -414,11 +482,43 @@ def _pairs_kernel(C, A, U, W, gtype, gsize, gR, gp, gbound, skip, f_max, d_sat, 
             for i in range(3):
                 rec_N[n, i] = res[1 + i]
                 rec_n[n, i] = res[4 + i]
+                rec_sn[n, i] = res[9 + i]
+                rec_sm[n, i] = res[12 + i]
             rec_cos[n] = res[7]
             rec_sig[n] = res[8]
+            rec_m[n] = res[15]
             rec_f[n] = _law(res[0], f_max, d_sat, d_cut) * max(0.0, res[7]) * res[8]
+            _normal_rate(C[k], res[0], rec_n[n], gtype[g], gsize[g], gR[g], gp[g], rec_K[n])
             n += 1
     return n
+
+
+@njit(cache=True)
+def _frames(joint_R, joint_p, cup_joint, mouth_local, axis_local, u_local, w_local, geom_joint, gR_local, gp_local,
+            C, A, U, W, gR, gp):
+    """World mouth points C, mouth axes A and lip-plane axes U, W of the cups, and world poses (gR, gp) of the target
+    geometries, from the world poses (joint_R, joint_p) of their joints and their local placements."""
+    for k in range(cup_joint.shape[0]):
+        j = cup_joint[k]
+        R = joint_R[j]
+        for a in range(3):
+            C[k, a] = joint_p[j, a]
+            A[k, a] = 0.0
+            U[k, a] = 0.0
+            W[k, a] = 0.0
+            for b in range(3):
+                C[k, a] += R[a, b] * mouth_local[k, b]
+                A[k, a] += R[a, b] * axis_local[k, b]
+                U[k, a] += R[a, b] * u_local[k, b]
+                W[k, a] += R[a, b] * w_local[k, b]
+    for g in range(geom_joint.shape[0]):
+        j = geom_joint[g]
+        R = joint_R[j]
+        for a in range(3):
+            gp[g, a] = joint_p[j, a]
+            for b in range(3):
+                gp[g, a] += R[a, b] * gp_local[g, b]
+                gR[g, a, b] = R[a, 0] * gR_local[g, 0, b] + R[a, 1] * gR_local[g, 1, b] + R[a, 2] * gR_local[g, 2, b]
 
 
 @njit(cache=True)
@@ -444,51 +544,38 @@ def _accumulate(J, joint_cols, joint_ncols, cup_joint, geom_joint, C, rec_cup, r
 
 
 @njit(cache=True)
-def _rotation(w0, w1, w2):
-    """Rodrigues: the rotation matrix exp([w]×) of the rotation vector w [rad]."""
-    th = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
-    R = np.eye(3)
-    if th == 0.0:
-        return R
-    k = np.array([w0 / th, w1 / th, w2 / th])
-    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-    return R + math.sin(th) * K + (1.0 - math.cos(th)) * (K @ K)
+def _law_slope(d, f_max, d_sat, d_cut):
+    """f'(d) [N/m] of :func:`_law` (0 where it is flat: saturated or beyond the cut-off)."""
+    if d <= d_sat or d >= d_cut:
+        return 0.0
+    return -f_max * d_sat / (d * d) / (1.0 - d_sat / d_cut)
 
 
 @njit(cache=True)
-def _moved(R, v, h, p):
-    """The point p [m] moved for a time h by the spatial twist (v at the origin, ω) whose rotation over h is R."""
-    return R @ p + h * v
+def _diagonal_kernel(dofs, J, cup_moves, geom_moves, C, A, f_max, d_sat, d_cut, seal, nlip, e_seal, e_leak, shadow,
+                     n, rec_cup, rec_geom, rec_d, rec_N, rec_n, rec_cos, rec_sig, rec_f, rec_w, rec_F, rec_sn, rec_sm,
+                     rec_m, rec_K, out):
+    """out[k] = ∂τ_i/∂q_i (i = dofs[k]) along column i of the world Jacobian J, analytic: column i moves the cups
+    and geometries it carries with the twist (v, ω) = J[:, i] (s_c, s_g = 1 when it moves the pair's cup, geometry),
+    u(p) = v + ω × p. Per pair, with the cup's velocity relative to the geometry at the mouth ċ = (s_c − s_g) u(C):
 
+        ḋ = n̂·ċ                    (the distance's gradient is the outward normal)
+        n̂̇ = s_g ω × n̂ + K ċ        (K: :func:`_normal_rate`)        â̇ = s_c ω × â        cos̄θ = −(n̂̇·â + n̂·â̇)
+        σ̇ = −(s_c − s_g)(s_n·v + s_m·ω − m n̂·u(C)) / (nlip (e_leak − e_seal))   (the sloped lip points' ḋ_j − ḋ)
+        ḟ = f'(d) ḋ c σ + f(d) ċos σ + f(d) c σ̇    (c = max(0, cos θ); ċos counts where cos θ > 0)
+        ẇ = −(ḋ − ḋ_min)/shadow on the shadowing ramp (d_min: the cup's nearest facing pair)
+        Ḟ = ẇ f n̂ + w ḟ n̂ + w f n̂̇,    Ṅ = s_c u(C) − ḋ n̂ − d n̂̇
 
-@njit(cache=True)
-def _point_velocity_dot(F, J, c, p):
-    """F · (v_c + ω_c × p): the power of a force F at point p under unit speed of column c of the world Jacobian."""
-    v0 = J[0, c] + J[4, c] * p[2] - J[5, c] * p[1]
-    v1 = J[1, c] + J[5, c] * p[0] - J[3, c] * p[2]
-    v2 = J[2, c] + J[3, c] * p[1] - J[4, c] * p[0]
-    return F[0] * v0 + F[1] * v1 + F[2] * v2
-
-
-@njit(cache=True)
-def _diagonal_kernel(dofs, J, cup_moves, geom_moves, C, A, U, W, gtype, gsize, gR, gp, f_max, d_sat, d_cut, seal,
-                     lip_r, nlip, e_seal, e_leak, shadow, h, n, rec_cup, rec_geom, rec_N, rec_F, out_p, out_n,
-                     out_phi, out):
-    """out[k] = ∂τ_i/∂q_i (i = dofs[k]) along column i of the world Jacobian J: every cup and geometry that
-    column i moves is displaced rigidly by h × its twist (exact rotation), the pairs are re-evaluated (distance,
-    normal, directional factor, seal fraction, shadowing) and τ_i = Σ_pairs f_G·u_i(N) − f_G·u_i(C) (u_i(p) the
-    velocity of the point p under that column, held fixed: a column of a world-axis prismatic joint or of a free
-    body's own velocity does not change along its own motion) is differenced forward over h."""
-    zero = np.zeros(3)
-    eye = np.eye(3)
-    res = np.empty(9)
-    d2 = np.empty(n)
-    f2 = np.empty(n)
-    n2 = np.empty((n, 3))
-    N2 = np.empty((n, 3))
-    w2 = np.empty(n)
-    F2 = np.empty((n, 3))
-    Cp = np.empty((n, 3))
+    and τ_i = Σ_pairs s_g F·u(N) − s_c F·u(C) gives ∂τ_i/∂q_i = Σ s_g (Ḟ·u(N) + F·(ω × Ṅ)) − s_c (Ḟ·u(C) +
+    F·(ω × s_c u(C))). Exact where the law is differentiable (away from the kinks of the saturation, the seal
+    weights, the clamp of the shadowing and the closest-feature switches)."""
+    kseal = 1.0 / (nlip * (e_leak - e_seal)) if seal else 0.0
+    dd = np.empty(n)
+    dn = np.empty((n, 3))
+    df = np.empty(n)
+    uC = np.empty(3)
+    uN = np.empty(3)
+    rel = np.empty(3)
     for k in range(dofs.shape[0]):
         i = dofs[k]
         out[k] = 0.0
@@ -498,46 +585,95 @@ def _diagonal_kernel(dofs, J, cup_moves, geom_moves, C, A, U, W, gtype, gsize, g
                 involved = True
         if not involved:
             continue
-        v = J[0:3, i].copy()
-        R = _rotation(h * J[3, i], h * J[4, i], h * J[5, i])
-        tau0 = 0.0
+        v0, v1, v2, w0, w1, w2 = J[0, i], J[1, i], J[2, i], J[3, i], J[4, i], J[5, i]
+        # per pair: ḋ, n̂̇, ḟ (before shadowing)
         for r in range(n):
             c, g = rec_cup[r], rec_geom[r]
-            if cup_moves[c, i]:
-                Ck = _moved(R, v, h, C[c])
-                Ak, Uk, Wk = R @ A[c], R @ U[c], R @ W[c]
-                tau0 -= _point_velocity_dot(rec_F[r], J, i, C[c])
-            else:
-                Ck, Ak, Uk, Wk = C[c].copy(), A[c].copy(), U[c].copy(), W[c].copy()
-            if geom_moves[g, i]:
-                gRg = R @ gR[g]
-                gpg = _moved(R, v, h, gp[g])
-                tau0 += _point_velocity_dot(rec_F[r], J, i, rec_N[r])
-            else:
-                gRg, gpg = gR[g].copy(), gp[g].copy()
-            for j in range(3):
-                Cp[r, j] = Ck[j]
-            if _pair_geometry(Ck, Ak, Uk, Wk, gtype[g], gsize[g], gRg, gpg, d_cut, seal, lip_r, nlip, e_seal, e_leak,
-                              zero, eye, out_p, out_n, out_phi, res):
-                d2[r] = res[0]
-                for j in range(3):
-                    N2[r, j] = res[1 + j]
-                    n2[r, j] = res[4 + j]
-                f2[r] = _law(res[0], f_max, d_sat, d_cut) * max(0.0, res[7]) * res[8]
-            else:
-                d2[r] = d_cut
-                f2[r] = 0.0
-                for j in range(3):
-                    N2[r, j] = Ck[j]
-                    n2[r, j] = 0.0
-        _shadow(n, rec_cup, d2, f2, n2, shadow, w2, F2)
-        tau1 = 0.0
+            sc = 1.0 if cup_moves[c, i] else 0.0
+            sg = 1.0 if geom_moves[g, i] else 0.0
+            if sc == sg and sc == 0.0:
+                dd[r] = 0.0
+                df[r] = 0.0
+                dn[r, 0] = dn[r, 1] = dn[r, 2] = 0.0
+                continue
+            Cr = C[c]
+            uC[0] = v0 + w1 * Cr[2] - w2 * Cr[1]
+            uC[1] = v1 + w2 * Cr[0] - w0 * Cr[2]
+            uC[2] = v2 + w0 * Cr[1] - w1 * Cr[0]
+            nh = rec_n[r]
+            for a in range(3):
+                rel[a] = (sc - sg) * uC[a]
+            dd[r] = nh[0] * rel[0] + nh[1] * rel[1] + nh[2] * rel[2]
+            # n̂̇ = s_g ω × n̂ + K ċ
+            dn[r, 0] = sg * (w1 * nh[2] - w2 * nh[1])
+            dn[r, 1] = sg * (w2 * nh[0] - w0 * nh[2])
+            dn[r, 2] = sg * (w0 * nh[1] - w1 * nh[0])
+            for a in range(3):
+                dn[r, a] += rec_K[r, a, 0] * rel[0] + rec_K[r, a, 1] * rel[1] + rec_K[r, a, 2] * rel[2]
+            cos = rec_cos[r]
+            cpos = max(0.0, cos)
+            dcpos = 0.0
+            if cos > 0.0:
+                Ax = A[c]
+                # â̇ = s_c ω × â
+                da0 = sc * (w1 * Ax[2] - w2 * Ax[1])
+                da1 = sc * (w2 * Ax[0] - w0 * Ax[2])
+                da2 = sc * (w0 * Ax[1] - w1 * Ax[0])
+                dcpos = -(dn[r, 0] * Ax[0] + dn[r, 1] * Ax[1] + dn[r, 2] * Ax[2]
+                          + nh[0] * da0 + nh[1] * da1 + nh[2] * da2)
+            sig = rec_sig[r]
+            dsig = 0.0
+            if kseal > 0.0 and rec_m[r] > 0.0:
+                sn, sm = rec_sn[r], rec_sm[r]
+                lip = sn[0] * v0 + sn[1] * v1 + sn[2] * v2 + sm[0] * w0 + sm[1] * w1 + sm[2] * w2
+                mouth = nh[0] * uC[0] + nh[1] * uC[1] + nh[2] * uC[2]
+                dsig = -(sc - sg) * kseal * (lip - rec_m[r] * mouth)
+            d = rec_d[r]
+            L = _law(d, f_max, d_sat, d_cut)
+            df[r] = _law_slope(d, f_max, d_sat, d_cut) * dd[r] * cpos * sig + L * dcpos * sig + L * cpos * dsig
+        # shadowing and the generalized force
+        acc = 0.0
         for r in range(n):
-            if cup_moves[rec_cup[r], i]:
-                tau1 -= _point_velocity_dot(F2[r], J, i, Cp[r])
-            if geom_moves[rec_geom[r], i]:
-                tau1 += _point_velocity_dot(F2[r], J, i, N2[r])
-        out[k] = (tau1 - tau0) / h
+            c, g = rec_cup[r], rec_geom[r]
+            sc = 1.0 if cup_moves[c, i] else 0.0
+            sg = 1.0 if geom_moves[g, i] else 0.0
+            if sc == 0.0 and sg == 0.0:
+                continue
+            dmin = np.inf
+            smin = -1
+            for s in range(n):
+                if rec_cup[s] == c and rec_f[s] > 0.0 and rec_d[s] < dmin:
+                    dmin = rec_d[s]
+                    smin = s
+            dw = 0.0
+            if smin >= 0:
+                wr = 1.0 - (rec_d[r] - dmin) / shadow
+                if 0.0 < wr < 1.0:
+                    dw = -(dd[r] - dd[smin]) / shadow
+            w, f, nh, Fr = rec_w[r], rec_f[r], rec_n[r], rec_F[r]
+            Cr, Nr = C[c], rec_N[r]
+            uC[0] = v0 + w1 * Cr[2] - w2 * Cr[1]
+            uC[1] = v1 + w2 * Cr[0] - w0 * Cr[2]
+            uC[2] = v2 + w0 * Cr[1] - w1 * Cr[0]
+            dF0 = (dw * f + w * df[r]) * nh[0] + w * f * dn[r, 0]
+            dF1 = (dw * f + w * df[r]) * nh[1] + w * f * dn[r, 1]
+            dF2 = (dw * f + w * df[r]) * nh[2] + w * f * dn[r, 2]
+            if sg > 0.0:
+                uN[0] = v0 + w1 * Nr[2] - w2 * Nr[1]
+                uN[1] = v1 + w2 * Nr[0] - w0 * Nr[2]
+                uN[2] = v2 + w0 * Nr[1] - w1 * Nr[0]
+                # Ṅ = s_c u(C) − ḋ n̂ − d n̂̇
+                d = rec_d[r]
+                N0 = sc * uC[0] - dd[r] * nh[0] - d * dn[r, 0]
+                N1 = sc * uC[1] - dd[r] * nh[1] - d * dn[r, 1]
+                N2 = sc * uC[2] - dd[r] * nh[2] - d * dn[r, 2]
+                acc += dF0 * uN[0] + dF1 * uN[1] + dF2 * uN[2]
+                acc += Fr[0] * (w1 * N2 - w2 * N1) + Fr[1] * (w2 * N0 - w0 * N2) + Fr[2] * (w0 * N1 - w1 * N0)
+            if sc > 0.0:
+                acc -= dF0 * uC[0] + dF1 * uC[1] + dF2 * uC[2]
+                acc -= (Fr[0] * (w1 * uC[2] - w2 * uC[1]) + Fr[1] * (w2 * uC[0] - w0 * uC[2])
+                        + Fr[2] * (w0 * uC[1] - w1 * uC[0]))
+        out[k] = acc
 
 
 @dataclass
@@ -568,7 +704,7 @@ class SuctionGripper(ExternalSystem):
     shadow [m]: a surface farther from a mouth than the nearest facing one by this much gets no pull.
     on:       suction on (True) or off (False: no force, objects are released). A plain attribute; switch it
               between ``advance_to`` calls.
-    implicit: linearized (CENIC §V-C, default; the diagonal of −∂τ/∂v from :func:`_diagonal_kernel`) or explicit
+    implicit: linearized (CENIC §V-C, default; the diagonal of −∂τ/∂v, analytic: :func:`_diagonal_kernel`) or explicit
               (τ = g(q^n)).
     """
 
@@ -638,6 +774,14 @@ class SuctionGripper(ExternalSystem):
         self._rec = (np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap), np.zeros((cap, 3)),
                      np.zeros((cap, 3)), np.zeros(cap), np.zeros(cap), np.zeros(cap), np.zeros(cap),
                      np.zeros((cap, 3)))
+        # derivative data of each record: lip sums s_n, s_m, their count m, normal rate K (_pairs_kernel)
+        self._drec = (np.zeros((cap, 3)), np.zeros((cap, 3)), np.zeros(cap), np.zeros((cap, 3, 3)))
+        # joint poses from q in numba (free bodies and 1-DOF joints, as the contact query); any other joint the
+        # cups or targets hang on from Pinocchio's data
+        self._jR = np.zeros((m.njoints, 3, 3))
+        self._jp = np.zeros((m.njoints, 3))
+        self._oMi_joints = sorted(int(j) for j in set(self.cup_joint) | set(self._gjoint)
+                                  if system.joint_kind[j] == JOINT_GENERAL)
         self._n = 0
         self._J = None
         self._tau = np.zeros(nv)
@@ -678,26 +822,26 @@ class SuctionGripper(ExternalSystem):
         if self._coal[i]:
             self._coal_shapes[i] = nph.make_coal_shape(shape.geom_type, shape.size(), getattr(shape, "vertices", None))
 
-    def _find_pairs(self):
-        """Records of all pairs within d_cut (kinematics in self.data up to date). Returns their number."""
-        data = self.data
-        for k, j in enumerate(self.cup_joint):
-            M = data.oMi[int(j)]
-            R = M.rotation
-            self._C[k] = R @ self.mouth_local[k] + M.translation
-            self._A[k] = R @ self.axis_local[k]
-            self._U[k] = R @ self.u_local[k]
-            self._W[k] = R @ self.w_local[k]
-        for i, j in enumerate(self._gjoint):
-            M = data.oMi[int(j)]
-            R = M.rotation
-            self._gR[i] = R @ self._gR_local[i]
-            self._gp[i] = R @ self._gp_local[i] + M.translation
+    def _find_pairs(self, q):
+        """Records of all pairs within d_cut at q (free bodies and 1-DOF joints posed from q in numba, bit for bit
+        Pinocchio's; Pinocchio's forward kinematics in self.data up to date for any other joint). Returns their
+        number."""
+        s = self.system
+        jR, jp = self._jR, self._jp
+        oMi = self.data.oMi
+        for j in self._oMi_joints:  # first: 1-DOF children read their parents' poses
+            M = oMi[j]
+            jR[j] = M.rotation
+            jp[j] = M.translation
+        joint_poses_from_q(q, s.joint_kind, s.joint_idx_q, s.joint_parent, s.joint_axis, s.joint_place_R,
+                           s.joint_place_p, jR, jp)
+        _frames(jR, jp, self.cup_joint, self.mouth_local, self.axis_local, self.u_local, self.w_local, self._gjoint,
+                self._gR_local, self._gp_local, self._C, self._A, self._U, self._W, self._gR, self._gp)
         cup, geom, d, N, nrm, cos, sig, f, w, F = self._rec
         n = _pairs_kernel(self._C, self._A, self._U, self._W, self._gtype, self._gsize, self._gR, self._gp,
                           self._gbound, self._coal, self.f_max, self.d_sat, self.d_cut, self.seal, self.lip_radius,
                           self.lip_samples, self.seal_gap, self.leak_gap, self._op, self._on, self._ophi,
-                          cup, geom, d, N, nrm, cos, sig, f)
+                          cup, geom, d, N, nrm, cos, sig, f, *self._drec)
         self._n_numba = n
         if self._coal.any():
             n = self._coal_pairs(n)
@@ -743,32 +887,29 @@ class SuctionGripper(ExternalSystem):
     def pairs(self, q):
         """The cup–geometry interactions at q (list of :class:`SuctionPair`; forces as if the gripper were on)."""
         pin.forwardKinematics(self.model, self.data, q)
-        n = self._find_pairs()
+        n = self._find_pairs(q)
         cup, geom, d, N, nrm, cos, sig, _, w, F = self._rec
         return [SuctionPair(int(cup[i]), int(self.geoms[geom[i]]), float(d[i]), self._C[cup[i]].copy(),
                             N[i].copy(), nrm[i].copy(), float(cos[i]), float(sig[i]), float(w[i]), F[i].copy())
                 for i in range(n)]
 
-    def cup_forces(self, q):
-        """(n_cups,) magnitude [N] of each cup's total pull at q (0 when off): |Σ_pairs f_G| per cup."""
+    def cup_forces(self, q, pairs=None):
+        """(n_cups,) magnitude [N] of each cup's total pull at q (0 when off): |Σ_pairs f_G| per cup. ``pairs``: the
+        :meth:`pairs` at q when the caller has them already (no second evaluation)."""
         out = np.zeros(self.n_cups)
         if not self.on:
             return out
-        pin.forwardKinematics(self.model, self.data, q)
-        n = self._find_pairs()
-        cup, F = self._rec[0], self._rec[9]
         tot = np.zeros((self.n_cups, 3))
-        np.add.at(tot, cup[:n], F[:n])
+        for p in self.pairs(q) if pairs is None else pairs:
+            tot[p.cup] += p.force
         return np.linalg.norm(tot, axis=1)
 
-    def mouth_distances(self, q):
-        """(n_cups,) distance [m] from each cup mouth to the nearest target surface (d_cut when none is nearer)."""
-        pin.forwardKinematics(self.model, self.data, q)
-        n = self._find_pairs()
+    def mouth_distances(self, q, pairs=None):
+        """(n_cups,) distance [m] from each cup mouth to the nearest target surface (d_cut when none is nearer).
+        ``pairs``: the :meth:`pairs` at q when the caller has them already (no second evaluation)."""
         out = np.full(self.n_cups, self.d_cut)
-        cup, d = self._rec[0], self._rec[2]
-        for r in range(n):
-            out[cup[r]] = min(out[cup[r]], d[r])
+        for p in self.pairs(q) if pairs is None else pairs:
+            out[p.cup] = min(out[p.cup], p.distance)
         return out
 
     # -- the external system -------------------------------------------------------------------------------------
@@ -802,7 +943,7 @@ class SuctionGripper(ExternalSystem):
             return np.zeros(self.dofs.shape[0])
         s = self.system
         J = self._J = compute_kinematics(self.model, self.data, q)  # forward kinematics + world joint Jacobians
-        n = self._find_pairs()
+        n = self._find_pairs(q)
         tau = self._tau
         tau[:] = 0.0
         cup, geom, _, N, _, _, _, _, _, F = self._rec
@@ -810,24 +951,30 @@ class SuctionGripper(ExternalSystem):
         return tau[self.dofs]
 
     def diagonal_derivative(self, q):
-        """(len(dofs),) ∂τ_i/∂q_i [N/m, N m/rad] along each dof's own column of the world Jacobian at q, from
-        :func:`_diagonal_kernel` (numba; no coal geometries among the pairs). Evaluates the law at q first."""
+        """(len(dofs),) ∂τ_i/∂q_i [N/m, N m/rad] along each dof's own column of the world Jacobian at q, analytic
+        (:func:`_diagonal_kernel`; the pairs must all be numba geometries: spheres, boxes, capsules). Evaluates
+        the law at q first."""
         self.output(0.0, np.zeros(0), q, np.zeros(self.model.nv))
+        if self._n > self._n_numba:
+            raise ValueError("diagonal_derivative: a coal geometry (cylinder or mesh) is within d_cut of a cup; "
+                             "its derivative is not analytic (linearize() differences the law instead)")
+        return self._diagonal()
+
+    def _diagonal(self):
+        """∂τ_i/∂q_i of the pairs of the last :meth:`output` (numba geometries only)."""
         out = np.zeros(self.dofs.shape[0])
         n = self._n
-        if n == 0:
-            return out
-        cup, geom, _, N, _, _, _, _, _, F = self._rec
-        _diagonal_kernel(self.dofs, self._J, self._cup_moves, self._geom_moves, self._C, self._A, self._U, self._W,
-                         self._gtype, self._gsize, self._gR, self._gp, self.f_max, self.d_sat, self.d_cut, self.seal,
-                         self.lip_radius, self.lip_samples, self.seal_gap, self.leak_gap, self.shadow, _DIFF_STEP,
-                         n, cup, geom, N, F, self._op, self._on, self._ophi, out)
+        if n:
+            _diagonal_kernel(self.dofs, self._J, self._cup_moves, self._geom_moves, self._C, self._A, self.f_max,
+                             self.d_sat, self.d_cut, self.seal, self.lip_samples, self.seal_gap, self.leak_gap,
+                             self.shadow, n, *self._rec, *self._drec, out)
         return out
 
     def linearize(self, t, z, q, v, dt, qtilde):
-        """CENIC eq. 26–29 with C_ii = max(0, −δt ∂τ_i/∂q_i) from :meth:`diagonal_derivative` at q̃ = q ⊕ δt v
-        (one law evaluation and one numba kernel instead of 1 + len(dofs) evaluations; suction off or no surface
-        within d_cut: C = 0 at once). Pairs with coal geometries fall back to the base class' forward differences."""
+        """CENIC eq. 26–29 with C_ii = max(0, −δt ∂τ_i/∂q_i) from the analytic :func:`_diagonal_kernel` at
+        q̃ = q ⊕ δt v (one law evaluation and one numba kernel instead of 1 + len(dofs) evaluations; suction off or
+        no surface within d_cut: C = 0 at once). Pairs with coal geometries (cylinders, meshes) fall back to the base
+        class' forward differences of the whole law."""
         if not self.implicit:
             return super().linearize(t, z, q, v, dt, qtilde)
         if not self.on:
@@ -836,17 +983,9 @@ class SuctionGripper(ExternalSystem):
                                  np.zeros(0))
         q0 = qtilde(v)
         g0 = self.output(t + dt, z, q0, v)
-        n = self._n
-        if n > self._n_numba:  # coal pairs: forward differences of the whole law
+        if self._n > self._n_numba:  # coal pairs: forward differences of the whole law
             return super().linearize(t, z, q, v, dt, qtilde)
-        c = np.zeros(self.dofs.shape[0])
-        if n:
-            cup, geom, _, N, _, _, _, _, _, F = self._rec
-            _diagonal_kernel(self.dofs, self._J, self._cup_moves, self._geom_moves, self._C, self._A, self._U,
-                             self._W, self._gtype, self._gsize, self._gR, self._gp, self.f_max, self.d_sat, self.d_cut,
-                             self.seal, self.lip_radius, self.lip_samples, self.seal_gap, self.leak_gap, self.shadow,
-                             _DIFF_STEP, n, cup, geom, N, F, self._op, self._on, self._ophi, c)
-            c = np.maximum(-dt * c, 0.0)
+        c = np.maximum(-dt * self._diagonal(), 0.0)
         b = g0 + c * v[self.dofs]
         return Linearization(self.dofs, c, b, self.effort_limit, np.zeros((0, v.shape[0])), np.zeros(0))
 

@@ -352,8 +352,8 @@ class SuctionPickEnv(CenicEnv):
             was = self.attached
             self.attached = self._holding() >= 2
             self.events = dict(attach_event=self.attached and not was, release_event=was and not self.attached)
-        info.update(self.events, attached=self.attached, **{"suction/on": self.suction.on,
-                                                            "suction/force": self.suction.cup_forces(self.sim.q)})
+        force = self.suction.cup_forces(self.sim.q, self._suction_pairs())
+        info.update(self.events, attached=self.attached, **{"suction/on": self.suction.on, "suction/force": force})
         return obs, reward, terminated, truncated, info
 
     # -- what the policy sees ------------------------------------------------------------------------------------
@@ -382,9 +382,10 @@ class SuctionPickEnv(CenicEnv):
         yaw = yaw_of(s["R_tool"])
         quat = matrix_to_quat_xyzw(s["R_box"])
         quat = -quat if quat[3] < 0 else quat
+        mouths = self.suction.mouth_distances(q, self._suction_pairs())
         return np.concatenate([
             s["p_tool"], [math.cos(yaw), math.sin(yaw)], s["v_tool"], [s["w_tool"][2]], q[self.cup_q],
-            self.suction.mouth_distances(q), [1.0 if self.suction.on else 0.0], s["p_box"], quat, s["v_box"],
+            mouths, [1.0 if self.suction.on else 0.0], s["p_box"], quat, s["v_box"],
             s["w_box"], 0.5 * self.sizes[0], self.tote_floor(s), self._prev_action])
 
     def _obs_noise_scale(self):
@@ -395,11 +396,16 @@ class SuctionPickEnv(CenicEnv):
                                np.zeros(3), np.zeros(3), np.zeros(5)])
 
     # -- contacts, reward, success -------------------------------------------------------------------------------
+    def _suction_pairs(self):
+        """The suction's cup–geometry pairs at the current state (:meth:`SuctionGripper.pairs`), evaluated once per
+        state for the observation, reward, holding test and info."""
+        return self._per_state("suction_pairs", lambda: self.suction.pairs(self.sim.q))
+
     def _holding(self):
         """Number of cups holding the target: suction on, mouth within ``attach_distance`` of it, sealed (σ ≥ 0.9)."""
         if not self.suction.on:
             return 0
-        pairs = self.suction.pairs(self.sim.q)
+        pairs = self._suction_pairs()
         cups = {p.cup for p in pairs if p.geom == self.box_geoms[0] and p.distance < self.config["attach_distance"]
                 and p.seal >= 0.9 and p.cos_theta > 0.9}
         return len(cups)

@@ -1,7 +1,7 @@
 """CenicSuction-v0 and the suction element's seal/leak model and payload limit, checked against analytic answers:
 the seal fraction of a cup centred on an edge and on a tilted face, the force balance of a box hanging from the cups,
-the documented payload (held below it, dropped above it, centred vs. half the cups over an edge), the numba
-derivative of the implicit linearization against forward differences, and the scripted pick-and-place."""
+the documented payload (held below it, dropped above it, centred vs. half the cups over an edge), the analytic
+derivative of the implicit linearization against finite differences, and the scripted pick-and-place."""
 import math
 
 import gymnasium as gym
@@ -87,19 +87,28 @@ def test_seal_model_off_is_the_bare_law():
     assert all(p.seal == 1.0 for p in sc.suction.pairs(q))
 
 
-def test_shadowing_only_the_nearest_surface_pulls():
-    """Two cups' worth of geometry: box A under the cups at 1 mm, box B stacked 3 cm below A's bottom (beyond the
-    cups' reach through A): each cup pulls on A only; B, farther by more than `shadow`, feels nothing."""
-    from cenic_gym import Box, SceneBuilder, SuctionGripper
+def gripper_over(*bodies):
+    """The 2 × 2 gripper (tool frame at 0.3 m, no gravity) over free bodies (name, shape, (x, y, z below the cup
+    mouths) [m], rotation or None), each of 0.1 kg; returns (system, SuctionGripper on all of them)."""
+    from cenic_gym import SceneBuilder, SuctionGripper
     from cenic_gym.suction import add_suction_gripper, mouth_height
 
     b = SceneBuilder(gravity=(0, 0, 0))
     add_suction_gripper(b, position=(0, 0, 0.3))
     mz = mouth_height(0.3)
-    b.add_body("a", Box((0.1, 0.1, 0.01)), mass=0.1, position=(0, 0, mz - 0.001 - 0.005))
-    b.add_body("b", Box((0.1, 0.1, 0.01)), mass=0.1, position=(0, 0, mz - 0.001 - 0.01 - 0.005 - 0.002))
+    for name, shape, (x, y, below), rotation in bodies:
+        b.add_body(name, shape, mass=0.1, position=(x, y, mz - below), rotation=rotation)
     s = b.build()
-    su = SuctionGripper(s, "gripper", ["a", "b"])
+    return s, SuctionGripper(s, "gripper", [name for name, *_ in bodies])
+
+
+def test_shadowing_only_the_nearest_surface_pulls():
+    """Two cups' worth of geometry: box A under the cups at 1 mm, box B stacked 3 cm below A's bottom (beyond the
+    cups' reach through A): each cup pulls on A only; B, farther by more than `shadow`, feels nothing."""
+    from cenic_gym import Box
+
+    s, su = gripper_over(("a", Box((0.1, 0.1, 0.01)), (0, 0, 0.001 + 0.005), None),
+                         ("b", Box((0.1, 0.1, 0.01)), (0, 0, 0.001 + 0.01 + 0.005 + 0.002), None))
     pairs = su.pairs(s.q0)
     on_a = [p for p in pairs if p.geom == s.geometries.index(next(g for g in s.geometries if g.name == "a/0"))]
     on_b = [p for p in pairs if p not in on_a]
@@ -113,8 +122,8 @@ def test_shadowing_only_the_nearest_surface_pulls():
 
 
 @pytest.mark.parametrize("case", ["centred", "edge", "tilted"])
-def test_numba_diagonal_matches_forward_differences(case):
-    """The numba diagonal ∂τ_i/∂q_i (SuctionGripper.diagonal_derivative: one law evaluation + one kernel) against
+def test_analytic_diagonal_matches_forward_differences(case):
+    """The analytic diagonal ∂τ_i/∂q_i (SuctionGripper.diagonal_derivative: one law evaluation + one kernel) against
     forward differences of the whole law through q̃(v) = q ⊕ δt v (Jacobians re-evaluated): 1e-4 relative to the
     largest entry, negative (approach) and positive (centring at an edge, tilt) entries alike; and the clamped
     C = max(0, −δt ∂τ/∂q) of linearize() equals the base class' forward-difference linearization."""
@@ -144,6 +153,71 @@ def test_numba_diagonal_matches_forward_differences(case):
     np.testing.assert_allclose(lin.b, base.b, rtol=0, atol=1e-6 * np.abs(base.b).max())
     if case == "tilted":
         assert lin.c.max() > 1.0  # a positive (centring) entry is kept [N s/m]
+
+
+def assert_diagonal_is_the_central_difference(su, q, h=1e-6, rtol=1e-5):
+    """su.diagonal_derivative(q) (analytic) against central differences of τ_i along q ⊕ ±h e_i (the column i of
+    the world Jacobian: prismatic and revolute joints, a free body's local twist), Jacobians re-evaluated; rtol
+    relative to the largest entry. Returns the reference."""
+    s = su.system
+    ours = su.diagonal_derivative(q)
+    ref = np.empty(len(su.dofs))
+    for k, i in enumerate(su.dofs):
+        e = np.zeros(s.nv)
+        e[i] = h
+        ref[k] = (su.generalized_force(pin.integrate(s.model, q, e))[i]
+                  - su.generalized_force(pin.integrate(s.model, q, -e))[i]) / (2 * h)
+    scale = np.abs(ref).max()
+    assert scale > 100.0  # N/m: the stiffness is there to be matched
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=rtol * scale)
+    return ref
+
+
+def test_analytic_diagonal_on_the_env_scene():
+    """CenicSuction-v0's own scene (yaw joint, boxes, the tote's five boxes): the gantry turned 0.25 rad against the
+    target and shifted so that two cups overhang its edge 3 mm above its top: faces, edges and vertices under the
+    mouths, lip points on the sloped part of the seal weight; every dof's ∂τ_i/∂q_i (gantry x, y, z, yaw, the cup
+    joints, the three boxes and the tote) equals the central difference."""
+    env = gym.make("CenicSuction-v0").unwrapped
+    env.reset(seed=0, options=dict(target_pose=(-0.1, 0.0, 0.0), tote_xy=(0.25, 0.0)))
+    su = env.suction
+    q = env.sim.q.copy()
+    size = env.sizes[0]
+    from cenic_gym.envs import suction_constants as sc
+    mouth_z = size[2] + 0.003
+    q[env.gantry_q] = [-0.1 + 0.5 * size[0] - 0.02 - sc.ROOT[0], 0.004, mouth_z + sc.MOUTH_BELOW_TOOL - sc.ROOT[2],
+                       0.25]
+    su.on = True
+    pairs = su.pairs(q)
+    assert any(0.0 < p.seal < 1.0 for p in pairs) and any(p.seal == 1.0 for p in pairs)
+    assert_diagonal_is_the_central_difference(su, q)
+
+
+def test_analytic_diagonal_on_the_shadowing_ramp():
+    """Box b 2 mm under box a (within ``shadow`` = 5 mm of the nearest surface): b's pairs sit on the shadowing
+    ramp (0 < w < 1), so ∂w/∂q enters; the analytic diagonal equals the central difference."""
+    from cenic_gym import Box
+
+    s, su = gripper_over(("a", Box((0.05, 0.1, 0.002)), (0.01, 0, 0.004 + 0.001), None),
+                         ("b", Box((0.1, 0.1, 0.01)), (0, 0, 0.004 + 0.002 + 0.002 + 0.005), None))
+    assert any(0.0 < p.shadow < 1.0 for p in su.pairs(s.q0))
+    assert_diagonal_is_the_central_difference(su, s.q0)
+
+
+@pytest.mark.parametrize("shape", ["sphere", "capsule"])
+def test_analytic_diagonal_on_curved_targets(shape):
+    """A ball beside the cup axes and a capsule lying across them (its side under two cups, its round end under
+    another): the normal turns as the mouth moves over the curved surface (rate 1/(d + r)); the analytic diagonal
+    equals the central difference."""
+    from cenic_gym import Capsule, Sphere
+
+    if shape == "sphere":
+        s, su = gripper_over(("o", Sphere(0.02), (0.012, 0.005, 0.024), None))
+    else:
+        R = pin.rpy.rpyToMatrix(0.0, 0.5 * np.pi, 0.1)
+        s, su = gripper_over(("o", Capsule(0.01, 0.04), (0.005, -0.018, 0.013), R))
+    assert len(su.pairs(s.q0)) >= 2
+    assert_diagonal_is_the_central_difference(su, s.q0)
 
 
 # -- payload ----------------------------------------------------------------------------------------------------------

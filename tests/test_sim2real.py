@@ -430,8 +430,9 @@ def test_cli_env_kwargs(tmp_path, capsys):
     assert "expected a JSON object of env options, got '[1]'" in capsys.readouterr().err
 
 
-def test_goal_conditioned_sb3_policy_is_evaluated_but_not_exported(tmp_path):
-    """A SAC on the goal-conditioned (dict observation) form runs in the sweeps; export names what it lacks."""
+def test_goal_conditioned_sb3_policy_is_evaluated_and_exported(tmp_path, capsys):
+    """A SAC on the goal-conditioned (dict observation) form runs in the sweeps and exports (the CLI with
+    --env-kwargs), its per-key observation statistics folded in."""
     import torch
     from stable_baselines3 import SAC
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -450,8 +451,11 @@ def test_goal_conditioned_sb3_policy_is_evaluated_but_not_exported(tmp_path):
     sweep = accuracy.accuracy_sweep(ENV, policy, [0], accuracies=(1e-3,), fixed_steps=(), env_kwargs=kw,
                                     max_steps=3)
     assert sweep.rows[0].summary["mean_steps"] == 3
-    with pytest.raises(ValueError, match="only Box observation spaces can be exported"):
-        export.export_policy(tmp_path / "sac.zip", tmp_path, ENV)
+    assert cli.main(["sim2real", "export", str(tmp_path / "sac.zip"), "--out", str(tmp_path / "out"),
+                     "--env-kwargs", json.dumps(kw)]) == 0
+    assert "sac.onnx: reproduces the original actions" in capsys.readouterr().out
+    obs = export.collect_observations(make_env(ENV, **kw), policy, [5], 4)
+    assert export.check_export(policy, load_policy(tmp_path / "out" / "sac.onnx"), obs) <= 1e-5
 
 
 def test_sac_her_model_loads_without_its_env_and_acts_as_trained(tmp_path):
@@ -481,6 +485,17 @@ def test_sac_her_model_loads_without_its_env_and_acts_as_trained(tmp_path):
     sweep = accuracy.accuracy_sweep(ENV, policy, [0], accuracies=(1e-3,), fixed_steps=(), env_kwargs=kw,
                                     max_steps=2)
     assert sweep.rows[0].summary["mean_steps"] == 2
+    # exported with its dict observations flattened (layout in the files), normalization folded in, checked to 1e-5
+    from cenic_gym.sim2real import export
+
+    errors = export.export_policy(tmp_path / "her.zip", tmp_path / "out", ENV, steps=6, env_kwargs=kw)
+    assert sorted(Path(p).name for p in errors) == ["her.onnx", "her.pt"] and max(errors.values()) <= 1e-5
+    onnx_policy = load_policy(tmp_path / "out" / "her.onnx")
+    assert [k for k, _ in onnx_policy.runtime.obs_layout] == list(env.observation_space.spaces)
+    np.testing.assert_allclose(onnx_policy(obs), expected, atol=1e-5)
+    np.testing.assert_allclose(load_policy(tmp_path / "out" / "her.pt")(obs), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="no entry 'desired_goal'"):
+        onnx_policy({k: v for k, v in obs.items() if k != "desired_goal"})
 
 
 def test_sac_export_reproduces_actions(tmp_path):

@@ -68,6 +68,8 @@ def add_parser(subparsers):
                                  "checkpoint folder (its obs_normalization.npz folded in when present)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--env", default=DEFAULT_ENV, help="env whose observations the check uses")
+    e.add_argument("--env-kwargs", type=_env_kwargs, default={}, help="its options as JSON (e.g. a goal-conditioned "
+                   "form: '{\"goal_conditioned\": true}')")
     e.add_argument("--tol", type=positive_number(), default=1e-5, help="largest allowed action difference (default 1e-5)")
     e.set_defaults(func=_export)
 
@@ -175,7 +177,7 @@ def _robustness(a):
 def _export(a):
     from .export import export_policy
 
-    for path, err in export_policy(a.model, a.out, a.env, tol=a.tol).items():
+    for path, err in export_policy(a.model, a.out, a.env, tol=a.tol, env_kwargs=a.env_kwargs).items():
         print(f"{path}: reproduces the original actions to {err:.2e} (tol {a.tol:g})")
     return 0
 

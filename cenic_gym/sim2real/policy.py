@@ -148,16 +148,28 @@ class TorchScriptPolicy:
 
         import torch
 
+        from .runtime import OBS_LAYOUT_KEY, layout_from_text
+
         self.torch = torch
+        extra = {OBS_LAYOUT_KEY: ""}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates TorchScript, still loads it
-            self.module = torch.jit.load(str(path), map_location="cpu").eval()
+            self.module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra).eval()
+        text = extra[OBS_LAYOUT_KEY]
+        text = text.decode() if isinstance(text, bytes) else text
+        self.obs_layout = layout_from_text(text) if text else None
         self.name = name or Path(path).stem
 
     def reset(self, env):
         pass
 
     def __call__(self, obs):
+        if isinstance(obs, dict):
+            from .runtime import flatten_obs
+
+            if self.obs_layout is None:
+                raise ValueError("this policy takes flat observations (n_obs,), got a dict")
+            obs = flatten_obs(obs, self.obs_layout)
         with self.torch.no_grad():
             x = self.torch.as_tensor(np.asarray(obs, dtype=np.float32)[None])
             return self.module(x)[0].numpy().astype(np.float32)

@@ -5,7 +5,8 @@
 For each case (env id and policy: ``random`` = seeded uniform actions, ``scripted`` = the task's scripted policy of
 ``env_throughput.SCRIPTED`` or ``ScriptedRotator`` for Allegro), ``gym.make(id, accuracy=ε)``, ``reset(seed=0)``,
 then ``--steps`` env steps with the integrator recording its ``history`` (t, δt, accepted, error per attempt).
-The integrator's nominal step size at the start of every control period is read before ``env.step``; from it the
+The integrator's nominal step size at the start of every control period is read before ``env.step`` (with the
+period-start predictor :func:`cenic_gym.cenic.period_start_step` applied where the tree has it); from it the
 controller (:func:`cenic_gym.cenic.adjust_step_size` and the clip to the period end in ``CenicIntegrator.step``) is
 replayed attempt by attempt — the replay must reproduce every recorded δt (checked), so the tables describe what
 the integrator did, not a model of it. Columns (per env step unless stated; "first" = attempts of a period before
@@ -16,7 +17,8 @@ its first accepted step, i.e. right after the set-points changed; "later" = the 
   period end; tiny last: share of periods whose last step is < 25 % of the step before it;
 * δt first / δt later: median accepted step [ms] (first accepted of a period / the others);
 * first δt / prev first: median ratio of a period's first attempted δt to the previous period's first accepted δt;
-* e/ε acc (p10, p50, p90) and e/ε rej (p50): error-estimate ratios of accepted and rejected attempts;
+* e/ε acc (p10, p50, p90) and e/ε rej (p50): error-estimate ratios of accepted and rejected attempts (finite
+  ones; "rej ∞": rejections of a failed solve, error = ∞);
 * what set the next δt after an accepted step (shares): "grow cap" (the error allowed more than K_MAX_GROW = 5×),
   "dead band" (the proposal was within 0.9–1.2× and was ignored), "kept" (error asked for a shrink that an
   accepted step does not get), "error" (δt = 0.9 δt (ε/e)^½ applied), "max_step" (capped by δt_max).
@@ -98,7 +100,7 @@ def run_case(env_id, policy, steps, accuracy):
             obs, _ = env.reset(seed=episode)
             pol.reset()
     tol, max_step = it.accuracy, it.max_step
-    rows = dict(att=0, rej=0, rej_first=0, rej_later=0, acc=0, clipped=0, tiny=0)
+    rows = dict(att=0, rej=0, rej_inf=0, rej_first=0, rej_later=0, acc=0, clipped=0, tiny=0)
     dt_first, dt_later, ratio_prev, e_acc, e_rej = [], [], [], [], []
     lim = dict.fromkeys(LIMITERS, 0)
     prev_first = None
@@ -116,7 +118,7 @@ def run_case(env_id, policy, steps, accuracy):
                 ratio_prev.append(dt / prev_first)
             new, _ = cenic.adjust_step_size(dt, err, tol, it.min_step, max_step)
             if ok:
-                (e_acc if math.isfinite(err) else e_rej).append(err / tol)
+                e_acc.append(err / tol)
                 rows["acc"] += 1
                 rows["clipped"] += clipped
                 lim[classify(dt, err, tol, max_step, True)] += 1
@@ -127,7 +129,10 @@ def run_case(env_id, policy, steps, accuracy):
                 accepted_dts.append(dt)
                 nominal = max(new, nominal) if clipped else new
             else:
-                e_rej.append(err / tol)
+                if math.isfinite(err):
+                    e_rej.append(err / tol)
+                else:
+                    rows["rej_inf"] += 1
                 rows["rej"] += 1
                 rows["rej_later" if first_done else "rej_first"] += 1
                 nominal = new
@@ -142,7 +147,8 @@ def run_case(env_id, policy, steps, accuracy):
                 clipped=rows["clipped"] / na, tiny=rows["tiny"] / n, dt_first=pct(dt_first, 50) * 1e3,
                 dt_later=pct(dt_later, 50) * 1e3, ratio_prev=pct(ratio_prev, 50),
                 e10=pct(e_acc, 10), e50=pct(e_acc, 50), e90=pct(e_acc, 90), erej=pct(e_rej, 50),
-                lim={k: v / na for k, v in lim.items()}, mismatches=mismatches, episodes=episode + 1)
+                rej_inf=rows["rej_inf"] / n, lim={k: v / na for k, v in lim.items()}, mismatches=mismatches,
+                episodes=episode + 1)
 
 
 def main():
@@ -154,10 +160,11 @@ def main():
     load0 = os.getloadavg()[0]
     t_start = time.perf_counter()
     print(f"ε = {args.accuracy:g}, {args.steps} env steps per case, reset(seed=0) (seed k for the k-th restart)\n")
-    print("| case | attempts | rejected | rej first | rej later | acc / period | clipped | tiny last | δt first [ms] | "
-          "δt later [ms] | first δt / prev first | e/ε acc p10 / p50 / p90 | e/ε rej p50 | "
+    print("| case | attempts | rejected | rej first | rej later | acc / period | clipped | tiny last | "
+          "δt first [ms] | "
+          "δt later [ms] | first δt / prev first | e/ε acc p10 / p50 / p90 | e/ε rej p50 | rej ∞ | "
           + " | ".join(f"next δt: {k}" for k in LIMITERS) + " |")
-    print("|---" * (13 + len(LIMITERS)) + "|")
+    print("|---" * (14 + len(LIMITERS)) + "|")
     for case in args.case or DEFAULT_CASES:
         env_id, policy = case.split(":")
         r = run_case(env_id, policy, args.steps, args.accuracy)
@@ -166,8 +173,10 @@ def main():
         print(f"| {r['case']} | {r['attempts']:.2f} | {r['rejected']:.2f} | {r['rej_first']:.2f} | "
               f"{r['rej_later']:.2f} | {r['acc']:.2f} | {r['clipped']:.0%} | {r['tiny']:.0%} | {r['dt_first']:.2f} | "
               f"{r['dt_later']:.2f} | {r['ratio_prev']:.2f} | {r['e10']:.2f} / {r['e50']:.2f} / {r['e90']:.2f} | "
-              f"{r['erej']:.2f} | " + " | ".join(f"{r['lim'][k]:.0%}" for k in LIMITERS) + " |", flush=True)
-    print(f"\n{time.perf_counter() - t_start:.0f} s; load average at start {load0:.2f}, at end {os.getloadavg()[0]:.2f}")
+              f"{r['erej']:.2f} | {r['rej_inf']:.2f} | " + " | ".join(f"{r['lim'][k]:.0%}" for k in LIMITERS) + " |",
+              flush=True)
+    print(f"\n{time.perf_counter() - t_start:.0f} s; load average at start {load0:.2f}, "
+          f"at end {os.getloadavg()[0]:.2f}")
     return 0
 
 

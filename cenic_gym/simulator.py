@@ -33,7 +33,8 @@ class SimState:
 
     q (nq,), v (nv,): generalized positions and velocities; t [s]; dt [s]: the integrator's next step size;
     period_dt [s]: the first step of its next control period (:func:`~cenic_gym.cenic.period_start_step`; None in
-    snapshots made without it: no memory, = dt) — the error control's only memory; z: the external systems' states (e.g. PID integrators); external: each external
+    snapshots made without it: no memory, = dt); dt and period_dt are the error control's only memory; z: the external systems'
+    states (e.g. PID integrators); external: each external
     system's :meth:`~cenic_gym.external.ExternalSystem.get_params` (set-points, gains, effort limits, suction on);
     params: the model parameters domain randomization changes (per-geometry ``stiffness``, ``dissipation``,
     ``mu_static``, ``mu_dynamic`` and ``shapes``; per joint (the rigid body it carries) ``mass`` [kg], ``com``
@@ -258,7 +259,8 @@ class Simulator:
         :meth:`~cenic_gym.external.ExternalSystem.setpoint_vector` (joint controllers: [q_d, v_d, feed-forward];
         suction: [on])."""
         it = self.integrator
-        sizes = [("t", 1), ("dt", 1), ("period_dt", 1), ("q", it.q.shape[0]), ("v", it.v.shape[0]), ("z", it.z.shape[0])]
+        sizes = [("t", 1), ("dt", 1), ("period_dt", 1), ("q", it.q.shape[0]), ("v", it.v.shape[0]),
+                 ("z", it.z.shape[0])]
         sizes += [(f"external/{i}", s.setpoint_vector().shape[0]) for i, s in enumerate(self.external)]
         ends = np.cumsum([0] + [n for _, n in sizes])
         return {name: slice(int(a), int(b)) for (name, _), a, b in zip(sizes, ends[:-1], ends[1:])}

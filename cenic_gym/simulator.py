@@ -34,7 +34,8 @@ class SimState:
     q (nq,), v (nv,): generalized positions and velocities; t [s]; dt [s]: the integrator's next step size;
     period_dt [s]: the first step of its next control period (:func:`~cenic_gym.cenic.period_start_step`; None in
     snapshots made without it: no memory, = dt); dt and period_dt are the error control's only memory; z: the
-    external systems' states (e.g. PID integrators); external: each external system's :meth:`~cenic_gym.external.ExternalSystem.get_params` (set-points, gains, effort limits, suction on);
+    external systems' states (e.g. PID integrators); external: each external system's
+    :meth:`~cenic_gym.external.ExternalSystem.get_params` (set-points, gains, effort limits, suction on);
     params: the model parameters domain randomization changes (per-geometry ``stiffness``, ``dissipation``,
     ``mu_static``, ``mu_dynamic`` and ``shapes``; per joint (the rigid body it carries) ``mass`` [kg], ``com``
     (3,) [m] and ``inertia`` (3, 3) [kg m²] about the COM, in the joint frame);

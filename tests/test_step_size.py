@@ -6,35 +6,19 @@ import pickle
 import numpy as np
 import pytest
 
-from cenic_gym import JointPD, SceneBuilder, Simulator
+from cenic_gym import JointPD, Simulator
 from cenic_gym.cenic import period_start_step
+from test_external import pendulum
 
 PERIOD = 0.05  # [s], the 20 Hz envs' control period
 EPS = 1e-3
 N_PERIODS = 40
-# a rod on a vertical hinge (no gravity torque): mass 1 kg at 0.5 m
-URDF = """<?xml version="1.0"?>
-<robot name="rod">
-  <link name="base"/>
-  <link name="rod">
-    <inertial><origin xyz="0.5 0 0"/><mass value="1.0"/>
-      <inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="1e-4"/></inertial>
-  </link>
-  <joint name="hinge" type="revolute">
-    <parent link="base"/><child link="rod"/><axis xyz="0 0 1"/>
-    <limit lower="-100" upper="100" effort="1000" velocity="100"/>
-  </joint>
-</robot>
-"""
 
 
 @pytest.fixture(scope="module")
 def rod(tmp_path_factory):
-    f = tmp_path_factory.mktemp("rod") / "rod.urdf"
-    f.write_text(URDF)
-    b = SceneBuilder()
-    b.add_robot(str(f), name="p", base="fixed")
-    return b.build()
+    """A rod on a vertical hinge (no gravity torque): mass 1 kg at 0.5 m."""
+    return pendulum(tmp_path_factory.mktemp("rod"))
 
 
 def targets():

@@ -117,14 +117,16 @@ def test_restore_without_period_memory_starts_fresh_and_bad_values_raise(rod):
 
 
 def test_convergence_with_the_predictor_matches_the_plain_controller(rod):
-    """Error control with the predictor converges like without it: the final-state error against a 1e-8 reference
-    falls as ε tightens (per-step error control: global error O(ε^½)), at the plain controller's level."""
-    ref = run(rod, inputs_changed=False, accuracy=1e-8, periods=range(10))
+    """Error control with the predictor converges like without it: the final-state error against a reference
+    falls as ε tightens (per-step error control: global error O(ε^½)), at the plain controller's level (reference:
+    ε = 1e-7, whose own error is ~30× below the ε = 1e-4 one)."""
+    ref = run(rod, inputs_changed=False, accuracy=1e-7, periods=range(10))
     errs = {}
     for changed in (False, True):
         errs[changed] = [abs(run(rod, inputs_changed=changed, accuracy=eps, periods=range(10)).q[0] - ref.q[0])
-                         for eps in (1e-2, 1e-3, 1e-4, 1e-5)]
-    # measured: plain 5.9e-2, 1.8e-2, 6.1e-3, 2.0e-3; predictor 5.1e-2, 1.9e-2, 6.1e-3, 1.9e-3 (√10 per decade)
+                         for eps in (1e-2, 1e-3, 1e-4)]
+    # measured against 1e-8: plain 5.9e-2, 1.8e-2, 6.1e-3 (2.0e-3 at 1e-5); predictor 5.1e-2, 1.9e-2, 6.1e-3
+    # (1.9e-3): √10 per decade
     for e in errs.values():
         assert all(a / b > 2.5 for a, b in zip(e, e[1:])), e
     assert all(p <= 1.5 * q for p, q in zip(errs[True], errs[False])), errs

@@ -41,7 +41,8 @@ def run(system, inputs_changed, accuracy=EPS, periods=range(N_PERIODS), sim=None
 
 
 def test_period_start_step_is_the_smaller_of_the_two():
-    assert period_start_step(0.02, 0.005) == 0.005
+    assert period_start_step(0.02, 0.015) == 0.015
+    assert period_start_step(0.02, 0.005) == 0.01  # at most 2× shorter (K_PERIOD_FLOOR)
     assert period_start_step(0.004, 0.005) == 0.004
 
 

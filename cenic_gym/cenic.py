@@ -51,16 +51,16 @@ def period_start_step(dt, period_dt):
     Why: with constant set-points the error per step falls as the controllers settle and the controller grows δt
     (dead band, growth up to K_MAX_GROW); the next set-point change then meets that grown step and the error of
     the period's first attempt jumps above ε. Measured (``benchmarks/step_size_analysis.py``, ε = 1e-3, before
-    this rule): CenicQuadruped-v0 random actions 1.36 of 1.65 rejections per env step were first attempts of a
-    period, whose δt was a median 1.8× the previous period's first accepted δt; CenicFranka-v0 random: all 0.97
-    rejections per env step were first attempts (1.34×). The acceptance test (e ≤ ε, step doubling, the
+    this rule, 300 env steps): CenicQuadruped-v0 random actions 1.24 of 1.53 rejections per env step were first
+    attempts of a period, whose δt was a median 1.65× the previous period's first accepted δt; CenicFranka-v0
+    random: all 0.96 rejections per env step were first attempts (1.32×); after: 0.41 and 0.32 (RESULTS.md,
+    "Step-size control across control periods"). The acceptance test (e ≤ ε, step doubling, the
     half-step result kept) is unchanged: this only chooses the size of the first attempt.
     Floor: the result is at least K_PERIOD_FLOOR·dt. The error estimate of one step is a noisy guide where contact
     sets change: after a reset of CenicSuction-v0 (random actions) the first 5 ms steps of the first periods had
     e/ε ≈ 0.4–0.7 while 50 ms steps were accepted without the predictor, so an unbounded memory held the first
     steps near 5 ms for seven periods (1.02 → 1.11 attempts per env step over 300 steps); with the floor 0.5:
-    1.03, while Go1 keeps most of its gain (10.72 → 10.04 unbounded, 10.18 with the floor; the median shortening
-    it needs is 1.65×, Franka 1.32×)."""
+    1.03, while Go1 keeps most of its gain (10.72 → 10.04 attempts unbounded, 10.18 with the floor)."""
     return min(dt, max(period_dt, K_PERIOD_FLOOR * dt))
 
 

@@ -211,7 +211,7 @@ class CenicEnv(gym.Env):
         prev = self._prev_action
         try:
             self._apply_action(applied)
-            stats = self.sim.advance_to(self.sim.t + self.control_period)
+            stats = self.sim.advance_to(self.sim.t + self.control_period, inputs_changed=True)
             obs = self._observe()
             _check_finite(obs)
         except (SimulationError, FloatingPointError) as e:

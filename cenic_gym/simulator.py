@@ -31,9 +31,11 @@ MAX_ACCURACY = 1.0  # [m, rad]: ε above this is no error control at all (quater
 class SimState:
     """Everything that determines a simulation's future, and the results of its last step.
 
-    q (nq,), v (nv,): generalized positions and velocities; t [s]; dt [s]: the integrator's next step size (its
-    only error-control memory); z: the external systems' states (e.g. PID integrators); external: each external
-    system's :meth:`~cenic_gym.external.ExternalSystem.get_params` (set-points, gains, effort limits, suction on);
+    q (nq,), v (nv,): generalized positions and velocities; t [s]; dt [s]: the integrator's next step size;
+    period_dt [s]: the first step of its next control period (:func:`~cenic_gym.cenic.period_start_step`; None in
+    snapshots made without it: no memory, = dt); dt and period_dt are the error control's only memory; z: the
+    external systems' states (e.g. PID integrators); external: each external system's
+    :meth:`~cenic_gym.external.ExternalSystem.get_params` (set-points, gains, effort limits, suction on);
     params: the model parameters domain randomization changes (per-geometry ``stiffness``, ``dissipation``,
     ``mu_static``, ``mu_dynamic`` and ``shapes``; per joint (the rigid body it carries) ``mass`` [kg], ``com``
     (3,) [m] and ``inertia`` (3, 3) [kg m²] about the COM, in the joint frame);
@@ -48,6 +50,7 @@ class SimState:
     params: dict = field(default_factory=dict)
     contacts: ContactResults = None
     efforts: tuple = ()
+    period_dt: float = None
 
 
 def _same_shape(a, b):
@@ -209,7 +212,7 @@ class Simulator:
                       inertia=np.array([I.inertia for I in model.inertias]), shapes=tuple(qy.shapes))
         return SimState(it.q.copy(), it.v.copy(), it.t, it.dt, it.z.copy(),
                         tuple(s.get_params() for s in self.external), params, it.contact_results(),
-                        tuple(it.applied_efforts()))
+                        tuple(it.applied_efforts()), it.period_dt)
 
     def restore(self, state: SimState):
         """Continue exactly from a snapshot taken with :meth:`get_state` (of this simulator or a copy of it);
@@ -224,10 +227,11 @@ class Simulator:
         if not math.isfinite(t):
             raise ValueError(f"state.t must be finite, got {state.t!r}")
         dt = _positive("state.dt", state.dt)
+        period_dt = dt if state.period_dt is None else _positive("state.period_dt", state.period_dt)
         if len(state.external) != len(self.external):
             raise ValueError(f"state has parameters of {len(state.external)} external systems, this simulator "
                              f"has {len(self.external)}")
-        it.q, it.v, it.z, it.t, it.dt = q, v, z, t, dt  # bit-exact (no re-normalisation)
+        it.q, it.v, it.z, it.t, it.dt, it.period_dt = q, v, z, t, dt, period_dt  # bit-exact (no re-normalisation)
         for s, p in zip(self.external, state.external):
             s.set_params(p)
         if state.params:
@@ -249,12 +253,14 @@ class Simulator:
 
     # -- the flat state vector ------------------------------------------------------------------------------------
     def state_vector_layout(self):
-        """Names and slices of :meth:`get_state_vector`: ``t`` [s], ``dt`` [s] (next step size), ``q`` (nq,),
+        """Names and slices of :meth:`get_state_vector`: ``t`` [s], ``dt`` [s] (next step size), ``period_dt`` [s]
+        (first step of the next control period), ``q`` (nq,),
         ``v`` (nv,), ``z`` (external states), then ``external/<i>`` for each external system i: its
         :meth:`~cenic_gym.external.ExternalSystem.setpoint_vector` (joint controllers: [q_d, v_d, feed-forward];
         suction: [on])."""
         it = self.integrator
-        sizes = [("t", 1), ("dt", 1), ("q", it.q.shape[0]), ("v", it.v.shape[0]), ("z", it.z.shape[0])]
+        sizes = [("t", 1), ("dt", 1), ("period_dt", 1), ("q", it.q.shape[0]), ("v", it.v.shape[0]),
+                 ("z", it.z.shape[0])]
         sizes += [(f"external/{i}", s.setpoint_vector().shape[0]) for i, s in enumerate(self.external)]
         ends = np.cumsum([0] + [n for _, n in sizes])
         return {name: slice(int(a), int(b)) for (name, _), a, b in zip(sizes, ends[:-1], ends[1:])}
@@ -263,7 +269,7 @@ class Simulator:
         """The dynamic state as one float64 vector (layout: :meth:`state_vector_layout`). Model parameters (materials,
         inertias, gains) are not in it: they are in :meth:`get_state`."""
         it = self.integrator
-        parts = [[it.t], [it.dt], it.q, it.v, it.z] + [s.setpoint_vector() for s in self.external]
+        parts = [[it.t], [it.dt], [it.period_dt], it.q, it.v, it.z] + [s.setpoint_vector() for s in self.external]
         return np.concatenate([np.asarray(p, dtype=float) for p in parts])
 
     def set_state_vector(self, x):
@@ -272,16 +278,19 @@ class Simulator:
         n = max(sl.stop for sl in layout.values())
         x = _finite_vector("state vector", x, n)
         dt = _positive("state vector dt", x[1])
+        period_dt = _positive("state vector period_dt", x[2])
         for i, s in enumerate(self.external):
             s.set_setpoint_vector(x[layout[f"external/{i}"]])
         it = self.integrator
-        it.t, it.dt = float(x[0]), dt
+        it.t, it.dt, it.period_dt = float(x[0]), dt, period_dt
         it.q, it.v, it.z = x[layout["q"]].copy(), x[layout["v"]].copy(), x[layout["z"]].copy()
         it.invalidate()
 
     # -- running --------------------------------------------------------------------------------------------------
-    def advance_to(self, t, on_step=None) -> AdvanceStats:
+    def advance_to(self, t, on_step=None, inputs_changed=False) -> AdvanceStats:
         """Integrate until time t [s] (lands exactly on t); ``on_step(sim)`` is called after every accepted step.
+        ``inputs_changed=True`` says the set-points changed since the last call (a new control period: its first
+        step follows :func:`~cenic_gym.cenic.period_start_step`; envs pass it every env step).
         Returns the :class:`~cenic_gym.cenic.AdvanceStats` of this call. Raises
         :class:`~cenic_gym.errors.AccuracyNotMetError` if the accuracy cannot be met above ``min_step`` and
         :class:`~cenic_gym.errors.SolverFailure` on a failed solve or a non-finite state."""
@@ -294,7 +303,8 @@ class Simulator:
             raise ValueError(f"advance_to: t={t!r} is before the current time {self.integrator.t!r}")
         if on_step is not None and not callable(on_step):
             raise TypeError(f"on_step must be callable or None, got {on_step!r}")
-        return self.integrator.advance_to(t, None if on_step is None else lambda: on_step(self))
+        return self.integrator.advance_to(t, None if on_step is None else lambda: on_step(self),
+                                          inputs_changed=bool(inputs_changed))
 
     # -- what envs read -------------------------------------------------------------------------------------------
     def contact_results(self) -> ContactResults:

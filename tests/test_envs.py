@@ -168,7 +168,7 @@ def test_solver_failure_truncates_with_the_last_observation(env_id, monkeypatch)
     obs, _ = env.reset(seed=0)
     obs, *_ = env.step(env.action_space.sample())
 
-    def fail(t, on_step=None):
+    def fail(t, on_step=None, inputs_changed=False):
         raise AccuracyNotMetError("CENIC cannot meet accuracy=0.001 at t=0.1 s: test")
 
     monkeypatch.setattr(env.unwrapped.sim, "advance_to", fail)

@@ -85,8 +85,8 @@ class ImpulseRecorder:
             self._half = (out[3].copy(), dt)
             return out
 
-        def recording_step(t_end):
-            dt = step(t_end)
+        def recording_step(t_end, *args):
+            dt = step(t_end, *args)
             self.record()
             return dt
 

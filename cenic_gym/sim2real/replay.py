@@ -268,7 +268,7 @@ def replay(env_id, log, accuracy=1e-3, fixed_step=None, seed=0, env_kwargs=None)
         for ctrl, sl in parts:
             ctrl.set_target(q_d=log.cmd[k, sl], v_d=0.0)
         try:
-            sim.advance_to(float(log.t[k + 1]))
+            sim.advance_to(float(log.t[k + 1]), inputs_changed=True)  # new commands: a control period starts
         except (SimulationError, FloatingPointError) as e:
             failure = f"{type(e).__name__} at t = {log.t[k]:g} s (row {k}): {e}"
             break

@@ -132,10 +132,12 @@ class MujocoPhysics:
         """Copy the CENIC simulator's current state into MuJoCo (done at construction; again after a reset)."""
         self.model.set_state(self.data, self.sim.q, self.sim.v)
 
-    def advance_to(self, t, on_step=None):
+    def advance_to(self, t, on_step=None, inputs_changed=False):
         """Advance MuJoCo to time t [s] and put its state, contacts and efforts into the CENIC simulator; returns
         :class:`~cenic_gym.cenic.AdvanceStats` (MuJoCo steps as accepted steps, solver iterations as Newton
-        iterations). A diverged MuJoCo raises SimulationError (the env truncates the episode)."""
+        iterations). A diverged MuJoCo raises SimulationError (the env truncates the episode). ``inputs_changed``
+        (the CENIC step-size hint of :meth:`~cenic_gym.simulator.Simulator.advance_to`) means nothing to MuJoCo's
+        fixed steps."""
         if on_step is not None:
             raise ValueError("MujocoPhysics.advance_to: on_step callbacks are not supported (MuJoCo has no CENIC "
                              "steps to report)")

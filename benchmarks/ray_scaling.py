@@ -2,11 +2,14 @@
 in-process stepping, per-step Ray overhead, memory per actor and per env, and a soak of many vector steps with the
 resident memory of the driver and the actors sampled along the way.
 
-    python benchmarks/ray_scaling.py [--env CenicFranka-v0] [--envs-per-actor 4] [--vector-steps 60]
+    python benchmarks/ray_scaling.py [--env CenicFranka-v0] [--envs-per-actor 4 16] [--rounds 3] [--vector-steps 60]
                                      [--soak 100000] [--soak-env-kwargs '{"fixed_step": 0.05}'] [--out FILE.json]
 
 Scaling: ``w`` actors x ``envs_per_actor`` sub-envs, random actions (seeded), ``--vector-steps`` timed vector steps
-after one untimed; efficiency per core = env steps/s / (w x in-process env steps/s of one env on one core).
+after one untimed; efficiency per core = env steps/s / (w x in-process env steps/s of one env on one core). The
+in-process rate and the 1- and 2-worker rates are measured back to back in each of ``--rounds`` rounds (the
+wall-clock rate of this VM drifts by ±15 % between minutes), each round's efficiencies use that round's in-process
+rate, and the medians over the rounds are reported, for every ``--envs-per-actor`` value given.
 Overhead: mean vector-step time of a 1-actor, 1-env RayVectorEnv minus the in-process step time of the same env,
 measured on CartPole-v1 (an env that costs ~10 us, so the difference is the round trip) and on the CENIC env.
 Memory: VmRSS (/proc) of each actor process with 1 and with ``envs_per_actor`` envs; per env = the difference /
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import time
 
 import gymnasium as gym
@@ -115,13 +119,41 @@ def soak(env_id, env_kwargs, steps, samples=20, seed=0):
     return dict(samples=out, warmup_steps=ref["steps"], **growth, restarts=venv.restarts)
 
 
+def scaling_run(env_id, env_kwargs, k, vector_steps, rounds):
+    """``rounds`` interleaved rounds of (in-process rate, 1 worker x k envs, 2 workers x k envs); per round the
+    efficiencies against that round's in-process rate; medians over the rounds."""
+    out = []
+    for r in range(rounds):
+        base, base_cpu = in_process_rate(env_id, env_kwargs, vector_steps * k, seed=r, cpu=True)
+        runs = {}
+        for w in (1, 2):
+            sps, per_step, rss, cpu = vector_rate(env_id, env_kwargs, w, k, vector_steps, seed=r)
+            runs[str(w)] = dict(env_steps_per_s=sps, s_per_vector_step=per_step, actor_rss_mb=rss,
+                                efficiency_per_core=sps / (w * base), actor_cpu_ms_per_env_step=cpu * 1e3,
+                                cpu_efficiency=base_cpu / cpu)
+        out.append(dict(in_process_env_steps_per_s=base, in_process_cpu_ms_per_env_step=base_cpu * 1e3,
+                        workers=runs, load=os.getloadavg()[0]))
+        print(f"{k} envs per actor, round {r}: in process {base:.1f} env steps/s; " + "; ".join(
+            f"{w} worker(s) {v['env_steps_per_s']:.1f} (efficiency per core {v['efficiency_per_core']:.2f}, actor "
+            f"CPU {v['actor_cpu_ms_per_env_step']:.2f} ms per env step vs {base_cpu * 1e3:.2f} in process)"
+            for w, v in runs.items()) + f"; load {os.getloadavg()[0]:.2f}", flush=True)
+    med = {w: statistics.median(r["workers"][w]["efficiency_per_core"] for r in out) for w in ("1", "2")}
+    print(f"{k} envs per actor: median efficiency per core over {rounds} rounds: 1 worker {med['1']:.2f}, "
+          f"2 workers {med['2']:.2f}", flush=True)
+    return dict(envs_per_actor=k, env=env_id, env_kwargs=env_kwargs, vector_steps=vector_steps, rounds=out,
+                median_efficiency_per_core=med,
+                median_in_process_env_steps_per_s=statistics.median(r["in_process_env_steps_per_s"] for r in out))
+
+
 def main():
     import ray
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="CenicFranka-v0")
     p.add_argument("--env-kwargs", default="{}", help="JSON dict of gym.make kwargs for the scaling runs")
-    p.add_argument("--envs-per-actor", type=int, default=4)
+    p.add_argument("--envs-per-actor", type=int, nargs="+", default=[4, 16],
+                   help="sub-envs per actor; one scaling run per value")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (in process, 1 worker, 2 workers)")
     p.add_argument("--vector-steps", type=int, default=60)
     p.add_argument("--soak", type=int, default=0, help="vector steps of the soak (0: none)")
     p.add_argument("--soak-env-kwargs", default='{"fixed_step": 0.05}')
@@ -134,16 +166,9 @@ def main():
     result["machine"] = dict(machine=machine_line(), code=git_rev(), load_before=os.getloadavg(),
                              versions=versions("ray", "gymnasium", "numba"))
     if not a.skip_scaling:
-        k = a.envs_per_actor
-        base, base_cpu = in_process_rate(a.env, kwargs, a.vector_steps * k, cpu=True)
-        runs = {}
-        for w in (1, 2):
-            sps, per_step, rss, cpu = vector_rate(a.env, kwargs, w, k, a.vector_steps)
-            runs[w] = dict(env_steps_per_s=sps, s_per_vector_step=per_step, actor_rss_mb=rss,
-                           efficiency_per_core=sps / (w * base), actor_cpu_ms_per_env_step=cpu * 1e3,
-                           cpu_efficiency=base_cpu / cpu)
-            print(f"{w} worker(s) x {k} envs: {sps:.1f} env steps/s, efficiency per core {sps / (w * base):.2f}; "
-                  f"actor CPU {cpu * 1e3:.2f} ms per env step vs {base_cpu * 1e3:.2f} in process", flush=True)
+        result["scaling"] = {}
+        for k in a.envs_per_actor:
+            result["scaling"][f"{k}_envs_per_actor"] = scaling_run(a.env, kwargs, k, a.vector_steps, a.rounds)
         over = {}
         for env_id, ekw in (("CartPole-v1", {}), (a.env, kwargs)):
             inproc = 1.0 / in_process_rate(env_id, ekw, 2000 if env_id == "CartPole-v1" else 200)
@@ -152,14 +177,13 @@ def main():
                                 overhead_ms=(per_step - inproc) * 1e3, actor_rss_mb=rss1[0])
             print(f"overhead {env_id}: {over[env_id]}", flush=True)
         rss1 = over[a.env]["actor_rss_mb"]
-        rssk = runs[1]["actor_rss_mb"][0]
-        result["scaling"] = dict(env=a.env, env_kwargs=kwargs, envs_per_actor=k, in_process_env_steps_per_s=base,
-                                 in_process_cpu_ms_per_env_step=base_cpu * 1e3,
-                                 workers=runs, overhead=over, mem_per_env_mb=(rssk - rss1) / (k - 1),
-                                 mem_actor_1env_mb=rss1, driver_rss_mb=rss_mb(os.getpid()),
-                                 efficiency_2_vs_1=runs[2]["env_steps_per_s"] / (2 * runs[1]["env_steps_per_s"]))
-        print(f"in process: {base:.1f} env steps/s; memory per env {(rssk - rss1) / (k - 1):.1f} MB, actor with 1 env "
-              f"{rss1:.0f} MB", flush=True)
+        k = max(a.envs_per_actor)
+        rssk = result["scaling"][f"{k}_envs_per_actor"]["rounds"][-1]["workers"]["1"]["actor_rss_mb"][0]
+        result["overhead"] = over
+        result["memory"] = dict(mem_per_env_mb=(rssk - rss1) / (k - 1), mem_actor_1env_mb=rss1, envs=k,
+                                mem_actor_k_envs_mb=rssk, driver_rss_mb=rss_mb(os.getpid()))
+        print(f"memory per env {(rssk - rss1) / (k - 1):.1f} MB, actor with 1 env {rss1:.0f} MB, with {k} envs "
+              f"{rssk:.0f} MB", flush=True)
     if a.soak:
         skw = {"max_episode_steps": 200, **json.loads(a.soak_env_kwargs)}
         t0 = time.perf_counter()

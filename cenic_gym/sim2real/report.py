@@ -99,8 +99,10 @@ def plot_replay(result, out, title=""):
 
 
 def plot_sim2sim(results, out):
-    """Closed-loop state divergence between cenic-gym and MuJoCo per env step (one line per episode) and the
-    one-step divergence, one column per result."""
+    """Closed-loop state divergence between cenic-gym and the peer (MuJoCo or Drake) per env step (one line per
+    episode) and the one-step divergence, one column per result."""
+    from .sim2sim import describe_options
+
     plt = _plt()
     fig, axes = plt.subplots(2, len(results), figsize=(5 * len(results), 6), squeeze=False)
     for col, r in enumerate(results):
@@ -108,14 +110,14 @@ def plot_sim2sim(results, out):
             axes[0, col].semilogy(np.arange(1, e.divergence.size), e.divergence[1:], label=f"seed {e.seed}")
             if e.one_step.size:
                 axes[1, col].semilogy(np.arange(1, e.one_step.size + 1), e.one_step, label=f"seed {e.seed}")
-        axes[0, col].set_title(f"{r.policy} on {r.env_id}", fontsize=9)
+        axes[0, col].set_title(f"{r.policy} on {r.env_id}\nvs {describe_options(r)}", fontsize=9)
         axes[0, col].set_ylabel("closed-loop divergence [m, rad]")
         axes[1, col].set_ylabel("one-step divergence [m, rad]")
         axes[1, col].set_xlabel("env step")
         for ax in axes[:, col]:
             ax.grid(True, which="both", alpha=0.3)
         axes[0, col].legend(fontsize=7)
-    fig.suptitle(f"cenic-gym vs MuJoCo ({results[0].options['timestep']:g} s, {results[0].options['integrator']})")
+    fig.suptitle("cenic-gym vs " + ", ".join(sorted({r.peer_name for r in results})))
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

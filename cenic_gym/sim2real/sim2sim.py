@@ -494,6 +494,36 @@ def sim2sim(env_id, policy, seeds, max_steps=None, timestep=None, integrator=Non
     return Sim2SimResult(env_id, policy.name, opts, episodes, peer)
 
 
+def free_motion_gaps(env_id, accuracies, peer="drake", lift=2.0, action=0.5, seed=0, **options):
+    """The mapping and the control laws checked without contact: from ``env.reset(seed)`` with every free body
+    raised by ``lift`` [m] (nothing touches for a control period) and the action ``action`` (scalar, every
+    component) applied, one control period in cenic-gym at each of ``accuracies`` against the same period in
+    ``peer`` (``options``: :func:`peer_options`). Returns the gaps ‖pin.difference(q_cenic, q_peer)‖∞ [m, rad],
+    one per accuracy: they shrink as ε tightens down to the peer's own error. Every run starts from the state of
+    the first env's reset."""
+    opts = peer_options(peer, **options)
+    ends, q_peer, model, start = [], None, None, None
+    for acc in accuracies:
+        env = make_env(env_id, accuracy=acc)
+        u = env.unwrapped
+        env.reset(seed=seed)
+        if start is None:  # the first env's reset state for every ε (a reset may settle the robot at its own ε)
+            q = u.sim.q.copy()
+            for _, qs, _ in free_bodies(u.sim.system):
+                q[qs.start + 2] += lift
+            start = (q, u.sim.v.copy(), u.sim.t)
+        u.sim.set_state(q=start[0], v=start[1], t=start[2])
+        u._apply_action(np.full(env.action_space.shape, action))
+        q0, v0, t0 = u.sim.q.copy(), u.sim.v.copy(), u.sim.t
+        if q_peer is None:  # the same start state at every ε (same seed, same action)
+            q_peer = peer_physics(peer)(u.sim, **opts).one_period(q0, v0, t0, t0 + u.control_period)
+        u.sim.advance_to(t0 + u.control_period)
+        ends.append(u.sim.q.copy())
+        model = u.sim.system.model
+        env.close()
+    return [state_divergence(model, q_end, q_peer) for q_end in ends]
+
+
 def describe_options(result):
     """The peer and its options in words, e.g. "MuJoCo 0.001 s, implicitfast" or "Drake CENIC ε = 1e-3"."""
     o = result.options

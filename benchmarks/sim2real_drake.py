@@ -1,0 +1,119 @@
+"""Sim-to-sim with Drake (issue 16, the second peer): policies run closed loop with Drake as the physics, and the
+free-motion convergence check of the mapping.
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/sim2real_drake.py [--episodes 10] [--go1-episodes 5]
+        [--go1-steps 500] [--integrators lagged cenic] [--no-write]
+
+(needs ``pydrake``: ``pip install 'cenic-gym[peers]'``.) Drake's scene is generated from the env's own model by
+``cenic_gym.drake_model`` (same bodies, inertias, armature as rotor inertia, joint limits, collision shapes,
+candidate pairs, our per-geometry contact stiffness, Hunt & Crossley dissipation and friction with the same
+combination rules, the finger coupler); the env's control laws: JointPD as Drake's implicit PD actuators, the
+Franka arm's inverse-dynamics PD evaluated on Drake's state every 1 ms and applied as a generalized force
+(``cenic_gym.sim2real.sim2sim.DrakePhysics``).
+
+1. Free motion (the mapping and the control laws checked): from ``reset(seed=0)`` with the free bodies raised 2 m
+   (nothing touches) and a fixed action, one control period in cenic-gym at tightening ε against Drake's CENIC at
+   ε = 1e-7 (explicit laws held 0.25 ms) and Drake SAP at 1 ms (``free_motion_gaps``).
+2. Closed loop (``cenic_gym.sim2real.sim2sim(peer="drake")``, also ``cenic-gym sim2real sim2sim --peer drake``):
+   the scripted expert on CenicFranka-v0 (``--episodes`` seeds) and the open-loop trot on CenicQuadruped-v0
+   (``--go1-episodes`` seeds, ``--go1-steps`` steps), in cenic-gym (ε = 1e-3) and in Drake with each of
+   ``--integrators`` (``lagged``: the discrete SAP solver, lagged contact approximation, 1 ms; ``cenic``: Drake's
+   error-controlled CENIC at ε = 1e-3): success in both, the final free-body gap, the closed-loop and one-step
+   divergence.
+
+Writes ``benchmarks/sim2real_drake.png`` (divergence per env step) and the ``sim2real-drake`` section of
+``benchmarks/RESULTS.md``.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from bench_common import provenance, replace_marked_section  # noqa: E402
+from cenic_gym.sim2real.policy import load_policy  # noqa: E402
+from cenic_gym.sim2real.report import plot_sim2sim  # noqa: E402
+from cenic_gym.sim2real.sim2sim import free_motion_gaps, sim2sim, sim2sim_table  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ENV_ID = "CenicFranka-v0"
+GO1_ID = "CenicQuadruped-v0"
+FREE_ACCURACIES = (1e-4, 1e-5, 1e-6, 1e-7)
+FREE_PEERS = (("Drake CENIC ε = 1e-7, hold 0.25 ms", dict(integrator="cenic", accuracy=1e-7, timestep=2.5e-4)),
+              ("Drake SAP (lagged) 1 ms", dict(integrator="lagged", timestep=1e-3)))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--episodes", type=int, default=10, help="CenicFranka-v0 episodes of the scripted expert")
+    p.add_argument("--go1-episodes", type=int, default=5, help="CenicQuadruped-v0 episodes of the trot (0: none)")
+    p.add_argument("--go1-steps", type=int, default=500, help="env steps per Go1 episode (50 per second)")
+    p.add_argument("--integrators", nargs="+", default=["lagged", "cenic"], choices=["lagged", "similar", "cenic"])
+    p.add_argument("--no-write", action="store_true")
+    a = p.parse_args(argv)
+    t0 = time.time()
+    load0 = os.getloadavg()[0]
+    free = []
+    for env_id in (ENV_ID, GO1_ID):
+        for label, opts in FREE_PEERS:
+            gaps = free_motion_gaps(env_id, FREE_ACCURACIES, peer="drake", **opts)
+            free.append((env_id, label, gaps))
+            print(env_id, label, gaps, flush=True)
+    closed = []
+    for integ in a.integrators:
+        if a.episodes:
+            closed.append(sim2sim(ENV_ID, load_policy("scripted", ENV_ID), range(a.episodes), peer="drake",
+                                  integrator=integ, progress=lambda s, ep: print(f"{integ} seed {s}: {ep.row()}",
+                                                                                 flush=True)))
+        if a.go1_episodes:
+            closed.append(sim2sim(GO1_ID, load_policy("trot", GO1_ID), range(a.go1_episodes), max_steps=a.go1_steps,
+                                  peer="drake", integrator=integ,
+                                  progress=lambda s, ep: print(f"go1 {integ} seed {s}: {ep.row()}", flush=True)))
+    cmd = "NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/sim2real_drake.py" + \
+        (f" --episodes {a.episodes}" if a.episodes != 10 else "") + \
+        (f" --go1-episodes {a.go1_episodes}" if a.go1_episodes != 5 else "") + \
+        (f" --go1-steps {a.go1_steps}" if a.go1_steps != 500 else "") + \
+        (f" --integrators {' '.join(a.integrators)}" if a.integrators != ["lagged", "cenic"] else "")
+    head = "| env | peer | " + " | ".join(f"ε = {e:g}" for e in FREE_ACCURACIES) + " |"
+    free_rows = [head, "|---|---|" + "---|" * len(FREE_ACCURACIES)]
+    free_rows += [f"| {env_id} | {label} | " + " | ".join(f"{g:.2e}" for g in gaps) + " |"
+                  for env_id, label, gaps in free]
+    body = "\n".join([
+        *provenance("benchmarks/sim2real_drake.py", f"`{cmd}`", time.time() - t0, load0,
+                    ("numba", ("pinocchio (pin)", "pin"), "numpy", "drake"), note="; the machine was shared"),
+        "Drake as the second sim-to-sim peer: its scene generated from the env's model by `cenic_gym.drake_model` "
+        "(bodies, inertias, armature as rotor inertia, joint limits, shapes, the candidate pairs, our per-geometry "
+        "stiffness, Hunt & Crossley dissipation and friction, which Drake combines per pair with our rules; point "
+        "contact, boxes on moving bodies with corner spheres for a multi-point support), the env's JointPD laws as "
+        "Drake's implicit PD actuators, the Franka arm's inverse-dynamics PD evaluated on Drake's state and held "
+        "over each 1 ms (`cenic_gym.sim2real.sim2sim.DrakePhysics`). Drake's default here is its discrete SAP "
+        "solver with the lagged approximation at 1 ms (convex, no step limit from the stiff contacts and gains, and "
+        "the lagged model is ours: H&C with the same k and d); `cenic` is Drake's own error-controlled CENIC.", "",
+        "**Free motion** (mapping and control laws; no contact): one control period from the same state (free "
+        "bodies raised 2 m, a fixed action), ‖pin.difference(q_cenic-gym(ε), q_Drake)‖∞ [m, rad]:", "",
+        *free_rows, "",
+        "Against Drake's CENIC at ε = 1e-7 the gap keeps shrinking with our ε on the Go1 (implicit PD on 12 "
+        "joints, free base, armature: the same trajectory in the limit). On the Franka it levels off at the "
+        "error of holding the arm's inverse-dynamics PD constant over 0.25 ms in Drake (ours is evaluated "
+        "continuously); against Drake SAP at 1 ms it levels off at SAP's first-order time-stepping error.", "",
+        "**Closed loop**: the same seeded episodes in cenic-gym (ε = 1e-3) and with Drake as the physics. "
+        "Policies: the Franka's scripted expert; on the Go1 the open-loop trot (`TrotGait`, 2 Hz; it ignores "
+        "the episode's random velocity command, so success is rare in both simulators: the base gap is the "
+        "measure). Divergences as in the MuJoCo section. Plot: `benchmarks/sim2real_drake.png`.", "",
+        sim2sim_table(closed)])
+    print(body)
+    if not a.no_write:
+        plot_sim2sim(closed, HERE / "sim2real_drake.png")
+        res = HERE / "RESULTS.md"
+        heading = f"## Sim-to-sim: Drake ({ENV_ID}, {GO1_ID})"
+        res.write_text(replace_marked_section(res.read_text(), "sim2real-drake", body, heading=heading))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,33 +1,41 @@
-"""Sim-to-sim: a policy run on the same seeded episodes in cenic-gym and with MuJoCo as the physics (issue 16).
+"""Sim-to-sim: a policy run on the same seeded episodes in cenic-gym and with a second simulator — MuJoCo or
+Drake (``peer="mujoco"`` / ``"drake"``) — as the physics (issue 16).
 
-MuJoCo stands in for a second simulator of the same task: its scene is generated from the env's own
-MultibodySystem by :mod:`cenic_gym.mujoco_model` (joints, bodies, inertias, armature, limits, collision shapes,
-the candidate pair set, our pair friction, couplers), with the simulator's *current* parameters (an episode's
-domain randomization: shapes, masses, friction, gains). During a MuJoCo episode :class:`MujocoPhysics` replaces
-the env's :class:`~cenic_gym.simulator.Simulator` for ``advance_to`` only: every control period it steps MuJoCo and
-writes MuJoCo's state, contacts and applied efforts back into the CENIC simulator (``Simulator.restore``), so the
-env's own code — action mapping, observations, rewards, ``evaluate()`` (success), termination, observation noise,
-action delay — reads MuJoCo's world. Nothing of the env is copied.
+The peer's scene is generated from the env's own MultibodySystem (:mod:`cenic_gym.mujoco_model`,
+:mod:`cenic_gym.drake_model`; the joint description both read: :mod:`cenic_gym.peer_map`): joints, bodies,
+inertias, armature, limits, collision shapes, the candidate pair set, friction, couplers (Drake also our contact
+stiffness and Hunt & Crossley dissipation), with the simulator's *current* parameters (an episode's domain
+randomization: shapes, masses, friction, gains). During a peer episode :class:`MujocoPhysics` or
+:class:`DrakePhysics` replaces the env's :class:`~cenic_gym.simulator.Simulator` for ``advance_to`` only: every
+control period it steps the peer and writes the peer's state, contacts and applied efforts back into the CENIC
+simulator (``Simulator.restore``), so the env's own code — action mapping, observations, rewards, ``evaluate()``
+(success), termination, observation noise, action delay — reads the peer's world. Nothing of the env is copied.
 
-Control laws are the env's own external systems: a :class:`~cenic_gym.external.JointPD` (gains > 0, no
-feed-forward) becomes MuJoCo ``<position>`` actuators (K_p, K_v = K_d, ± effort limit; ctrl = q_d + K_d/K_p v_d;
-with the ``implicitfast`` integrator the damping is implicit, as in CENIC); any other external system without
-internal state (e.g. the Franka's :class:`~cenic_gym.external.InverseDynamicsPD`) is evaluated with its own
-``output(t, z, q, v)`` on MuJoCo's state before every MuJoCo step, clamped to its effort limits and applied as
-``qfrc_applied`` (explicit). Systems with internal state (JointPID) are not mapped
-(:class:`~cenic_gym.mujoco_model.MappingError`).
+Control laws are the env's own external systems (:func:`control_plan`): a :class:`~cenic_gym.external.JointPD`
+(gains > 0, no feed-forward) becomes the peer's own PD actuators — MuJoCo ``<position>`` actuators (K_p, K_v = K_d,
+± effort limit; ctrl = q_d + K_d/K_p v_d; with ``implicitfast`` the damping is implicit, as in CENIC), Drake's
+PD-controlled joint actuators (set-points (q_d, v_d), ± effort limit, implicit in SAP and CENIC); any other
+external system without internal state (e.g. the Franka's :class:`~cenic_gym.external.InverseDynamicsPD`) is
+evaluated with its own ``output(t, z, q, v)`` on the peer's state before every peer step (MuJoCo) or every
+``timestep`` (Drake), clamped to its effort limits and applied as a generalized force (explicit). Systems with
+internal state (JointPID) are not mapped (:class:`~cenic_gym.peer_map.MappingError`).
+
+Drake's integrator: by default its discrete SAP solver with the lagged contact approximation at 1 ms (see
+``DRAKE_INTEGRATORS``: convex, so neither the stiff contacts nor the stiff finger PD limit the step, and the
+lagged model is ours, with the same k and d); ``integrator="cenic"`` runs Drake's own error-controlled CENIC at
+``accuracy`` — at tight accuracy on both sides the gap is the modeling difference between the two implementations.
 
 Covered envs: CenicFranka-v0 (arm inverse-dynamics PD + finger PD, the finger coupler, convex-mesh fingers) and
 CenicQuadruped-v0 (Go1: free base, 12 joint PDs, primitive shapes; flat, slope or tiles terrain). CenicAllegro-v0
 (joint PDs, convex meshes) and CenicSuction-v0 (its suction law is a generalized force of q, so it is applied
-explicitly like the inverse-dynamics PD) build too but are not measured or tested. Drake as a second peer is not
-done.
+explicitly like the inverse-dynamics PD) build too but are not measured or tested.
 
-Reported per env and policy (:func:`sim2sim` -> :class:`Sim2SimResult`): success rates in both simulators and
-their gap; the final pose and velocity gap of every free body (the Franka's box, the Go1's base); the
-closed-loop state divergence per env step (‖pin.difference(q_cenic, q_mujoco)‖∞, which compounds); and the
-one-step divergence (from each CENIC state, one control period of MuJoCo under the same set-points against
-CENIC's next state: the per-step model gap without compounding).
+Reported per env, policy and peer (:func:`sim2sim` -> :class:`Sim2SimResult`): success rates in both simulators
+and their gap; the final pose and velocity gap of every free body (the Franka's box, the Go1's base); the
+closed-loop state divergence per env step (‖pin.difference(q_cenic, q_peer)‖∞, which compounds); and the
+one-step divergence (from each CENIC state, one control period of the peer under the same set-points against
+CENIC's next state: the per-step model gap without compounding). :func:`free_motion_gaps` checks the mapping
+without contact (the gap shrinks as ε tightens).
 """
 from __future__ import annotations
 

@@ -255,17 +255,11 @@ class DrakeModel:
         for gid, (i, role) in zip(ids, roles):
             per_geom.setdefault(i, []).append((gid, role))
         allow = []
-        for a, b in np.asarray(system.pairs).reshape(-1, 2):
-            for ga, ra in per_geom[int(a)]:
-                for gb, rb in per_geom[int(b)]:
-                    boxy_a = len(per_geom[int(a)]) > 1
-                    boxy_b = len(per_geom[int(b)]) > 1
-                    if fixed[b] or fixed[a]:  # a moving box meets fixed geometry through its corners only
-                        ok = (ra == "corner" or not boxy_a) and (rb == "corner" or not boxy_b)
-                    else:
-                        ok = ra == "shape" and rb == "shape"
-                    if ok:
-                        allow.append((ga, gb))
+        for a, b in np.asarray(system.pairs).reshape(-1, 2).tolist():
+            # a moving box meets fixed geometry through its corners only, moving geometry through its Box shape
+            wanted = {i: ("corner" if (fixed[a] or fixed[b]) and len(per_geom[i]) > 1 else "shape") for i in (a, b)}
+            allow += [(ga, gb) for ga, ra in per_geom[a] if ra == wanted[a]
+                      for gb, rb in per_geom[b] if rb == wanted[b]]
         everything = GeometrySet(ids)
         manager = scene_graph.collision_filter_manager()
         manager.Apply(CollisionFilterDeclaration().ExcludeWithin(everything))
@@ -278,7 +272,6 @@ class DrakeModel:
         self.diagram = builder.Build()
         self.plant, self.scene_graph = plant, scene_graph
         self.bodies, self.djoints = bodies, djoints
-        self._R = quat_xyzw_to_matrix
 
     # -- state -----------------------------------------------------------------------------------------------
     def to_drake(self, q, v):
@@ -291,7 +284,7 @@ class DrakeModel:
                 x, y, z, w = q[ji.iq + 3:ji.iq + 7]
                 qd[i:i + 4] = [w, x, y, z]
                 qd[i + 4:i + 7] = q[ji.iq:ji.iq + 3]
-                vd[k:k + 3] = self._R(q[ji.iq + 3:ji.iq + 7]) @ v[ji.iv + 3:ji.iv + 6]
+                vd[k:k + 3] = quat_xyzw_to_matrix(q[ji.iq + 3:ji.iq + 7]) @ v[ji.iv + 3:ji.iv + 6]
                 vd[k + 3:k + 6] = v[ji.iv:ji.iv + 3]
             else:
                 qd[i], vd[k] = q[ji.iq], v[ji.iv]
@@ -309,7 +302,7 @@ class DrakeModel:
                 q[ji.iq:ji.iq + 3] = qd[i + 4:i + 7]
                 q[ji.iq + 3:ji.iq + 7] = quat
                 v[ji.iv:ji.iv + 3] = vd[k + 3:k + 6]
-                v[ji.iv + 3:ji.iv + 6] = self._R(quat).T @ vd[k:k + 3]
+                v[ji.iv + 3:ji.iv + 6] = quat_xyzw_to_matrix(quat).T @ vd[k:k + 3]
             else:
                 q[ji.iq], v[ji.iv] = qd[i], vd[k]
         return q, v

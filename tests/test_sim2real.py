@@ -349,8 +349,10 @@ def test_report_cli_with_an_exported_policy(tiny_ppo, tmp_path, capsys):
     for png in ("accuracy.png", "robustness.png", "replay.png", "sim2sim.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
-    assert len(lines) == 3 + 2 * 4 + 1 and {x["sweep"] for x in lines} == {"accuracy", "robustness", "sim2sim"}
-    assert "## Sim-to-sim (MuJoCo)" in md and "| CenicFranka-v0 | tiny | 1 |" in md
+    assert len(lines) == 3 + 2 * 4 + 2 and {x["sweep"] for x in lines} == {"accuracy", "robustness", "sim2sim"}
+    assert [x["peer"] for x in lines if x["sweep"] == "sim2sim"] == ["mujoco", "drake"]  # both peers installed here
+    assert "## Sim-to-sim (MuJoCo, Drake)" in md and "| CenicFranka-v0 | tiny | MuJoCo 0.001 s, implicitfast | 1 |" in md
+    assert "| CenicFranka-v0 | tiny | Drake SAP (lagged) 0.001 s | 1 |" in md
 
 
 def test_sb3_policy_runs_in_an_episode(tiny_ppo):

@@ -25,14 +25,14 @@ except RenderError:
 def test_franka_scripted_episode_in_both_simulators():
     env = make_env("CenicFranka-v0")
     ep = s2s.compare_episode(env, load_policy("scripted", "CenicFranka-v0"), seed=3, max_steps=4)
-    assert ep.cenic.steps == ep.mujoco.steps == 4 and ep.mujoco.sim_failure is None
+    assert ep.cenic.steps == ep.peer.steps == 4 and ep.peer.sim_failure is None
     assert ep.divergence.shape == (5,) and ep.divergence[0] == 0.0 and ep.one_step.shape == (4,)
     assert set(ep.bodies) == {"box"}
     # the runs differ (MuJoCo really was the physics) but not by much over 0.2 s of free arm motion
     assert 0.0 < ep.divergence.max() < 2e-2, ep.divergence  # different simulators, but close in free motion
     assert env.unwrapped.sim.__class__.__name__ == "Simulator"  # the env's simulator is put back
     again = s2s.compare_episode(env, load_policy("scripted", "CenicFranka-v0"), seed=3, max_steps=4)
-    np.testing.assert_array_equal(again.mujoco.q, ep.mujoco.q)  # deterministic: same seed, same MuJoCo episode
+    np.testing.assert_array_equal(again.peer.q, ep.peer.q)  # deterministic: same seed, same MuJoCo episode
     np.testing.assert_array_equal(again.divergence, ep.divergence)
 
 
@@ -97,10 +97,10 @@ def test_sim2sim_cli_with_an_exported_policy(tiny_onnx, tmp_path, capsys):
                      "2", "--max-steps", "5", "--plot", str(out / "s2s.png"), "--xml", str(out / "scene.xml"),
                      "--log", str(out / "s2s.jsonl")]) == 0
     text = capsys.readouterr().out
-    assert "| CenicQuadruped-v0 | quad | 2 |" in text and "go1/root_joint:" in text
+    assert "| CenicQuadruped-v0 | quad | MuJoCo 0.001 s, implicitfast | 2 |" in text and "go1/root_joint:" in text
     rows = [json.loads(x) for x in (out / "s2s.jsonl").read_text().splitlines()]
-    assert [r["seed"] for r in rows] == [0, 1] and all(r["steps_mujoco"] == 5 for r in rows)
-    assert all(r["mujoco_failure"] is None and r["max_divergence"] > 0 for r in rows)
+    assert [r["seed"] for r in rows] == [0, 1] and all(r["steps_peer"] == 5 for r in rows)
+    assert all(r["peer_failure"] is None and r["max_divergence"] > 0 for r in rows)
     assert (out / "s2s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     xml = (out / "scene.xml").read_text()
     assert "<mujoco" in xml and xml.count('biastype="affine"') == 12  # the 12 joint PDs: position actuators

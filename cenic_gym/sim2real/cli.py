@@ -7,7 +7,8 @@
     cenic-gym sim2real replay     log.csv [--accuracy 1e-5] [--plot replay.png]
     cenic-gym sim2real report     --policy scripted --out report/ [--log log.csv]
     cenic-gym sim2real sim2sim    --policy scripted [--env CenicFranka-v0] [--episodes 5] [--timestep 1e-3]
-                                  (the same seeded episodes in cenic-gym and with MuJoCo as the physics)
+                                  [--peer mujoco|drake] [--integrator lagged|cenic] [--accuracy 1e-3]
+                                  (the same seeded episodes in cenic-gym and with MuJoCo or Drake as the physics)
 """
 from __future__ import annotations
 
@@ -97,13 +98,13 @@ def add_parser(subparsers):
     rep.add_argument("--accuracies", type=positive_number(), nargs="+", default=None)
     rep.add_argument("--fixed-steps", type=positive_number(), nargs="+", default=None)
     rep.add_argument("--families", nargs="+", default=None)
-    rep.add_argument("--no-sim2sim", action="store_true", help="leave out the MuJoCo sim-to-sim section")
+    rep.add_argument("--no-sim2sim", action="store_true", help="leave out the sim-to-sim section (MuJoCo, Drake)")
     rep.set_defaults(func=_report)
 
-    s2 = sub.add_parser("sim2sim", help="the same seeded episodes in cenic-gym and with MuJoCo as the physics: "
-                                        "success rates and gaps")
+    s2 = sub.add_parser("sim2sim", help="the same seeded episodes in cenic-gym and with MuJoCo or Drake as the "
+                                        "physics: success rates and gaps")
     _common(s2)
-    _mujoco_options(s2)
+    _peer_options(s2)
     s2.add_argument("--plot", default=None, help="write the per-step divergence plot (PNG) here")
     s2.add_argument("--xml", default=None,
                     help="also write the generated MuJoCo scene (MJCF) of the first episode here")
@@ -112,13 +113,20 @@ def add_parser(subparsers):
     return top
 
 
-def _mujoco_options(p):
-    from .sim2sim import DEFAULT_INTEGRATOR, DEFAULT_TIMESTEP
+def _peer_options(p):
+    from .sim2sim import DEFAULT_INTEGRATOR, DEFAULT_TIMESTEP, DRAKE_ACCURACY, DRAKE_INTEGRATORS, PEERS
 
-    p.add_argument("--timestep", type=positive_number(), default=DEFAULT_TIMESTEP,
-                   help=f"MuJoCo's time step [s] (default {DEFAULT_TIMESTEP:g})")
-    p.add_argument("--integrator", default=DEFAULT_INTEGRATOR, choices=("implicitfast", "euler", "implicit", "rk4"),
-                   help=f"MuJoCo's integrator (default {DEFAULT_INTEGRATOR})")
+    p.add_argument("--peer", default="mujoco", choices=sorted(PEERS),
+                   help="the second simulator (default mujoco; drake needs pydrake: pip install 'cenic-gym[peers]')")
+    p.add_argument("--timestep", type=positive_number(), default=None,
+                   help=f"the peer's time step [s] (default {DEFAULT_TIMESTEP:g}; Drake cenic: how long an explicit "
+                        "control law is held)")
+    p.add_argument("--integrator", default=None,
+                   choices=("implicitfast", "euler", "implicit", "rk4") + DRAKE_INTEGRATORS,
+                   help=f"the peer's integrator: MuJoCo's (default {DEFAULT_INTEGRATOR}) or Drake's (default lagged: "
+                        "SAP with the lagged contact approximation; cenic: Drake's error-controlled CENIC)")
+    p.add_argument("--accuracy", type=positive_number(), default=None,
+                   help=f"Drake cenic's accuracy (default {DRAKE_ACCURACY:g})")
 
 
 def _families(names):
@@ -222,34 +230,42 @@ def _report(a):
 
 def _sim2sim(a):
     from .policy import load_policy
-    from .sim2sim import sim2sim, sim2sim_table
+    from .sim2sim import peer_physics, scene_xml, sim2sim, sim2sim_table
+
+    name = peer_physics(a.peer).name
 
     def progress(seed, ep):
         r = ep.row()
-        print(f"  seed {seed}: success cenic-gym {r['success_cenic']}, MuJoCo {r['success_mujoco']}; max divergence "
+        print(f"  seed {seed}: success cenic-gym {r['success_cenic']}, {name} {r['success_peer']}; max divergence "
               f"{r['max_divergence']:.2e}", flush=True)
 
-    from ..mujoco_model import MappingError
+    from ..drake_model import DrakeMissing
+    from ..peer_map import MappingError
 
+    if a.xml and a.peer != "mujoco":
+        raise SystemExit(f"cenic-gym sim2real sim2sim: --xml writes the MuJoCo scene; it needs --peer mujoco, got "
+                         f"--peer {a.peer}")
     try:
         res = sim2sim(a.env, load_policy(a.policy, a.env), range(a.episodes), max_steps=a.max_steps,
-                      timestep=a.timestep, integrator=a.integrator, env_kwargs=a.env_kwargs, progress=progress)
+                      timestep=a.timestep, integrator=a.integrator, env_kwargs=a.env_kwargs, progress=progress,
+                      peer=a.peer, accuracy=a.accuracy)
     except MappingError as e:
-        raise SystemExit(f"cenic-gym sim2real sim2sim: {a.env} cannot run in MuJoCo: {e}") from None
+        raise SystemExit(f"cenic-gym sim2real sim2sim: {a.env} cannot run in {name}: {e}") from None
+    except (DrakeMissing, ValueError) as e:
+        raise SystemExit(f"cenic-gym sim2real sim2sim: {e}") from None
     print(sim2sim_table([res]))
     if a.log:
         with open(a.log, "w") as f:
             for e in res.episodes:
-                f.write(json.dumps(dict(env=res.env_id, policy=res.policy, **res.options, **e.row())) + "\n")
+                f.write(json.dumps(dict(env=res.env_id, policy=res.policy, peer=res.peer, **res.options,
+                                        **e.row())) + "\n")
     if a.plot:
         from .report import plot_sim2sim
 
         plot_sim2sim([res], a.plot)
     if a.xml:
-        from .sim2sim import scene_xml
-
         with open(a.xml, "w") as f:
-            f.write(scene_xml(a.env, a.env_kwargs, seed=0, timestep=a.timestep, integrator=a.integrator))
+            f.write(scene_xml(a.env, a.env_kwargs, seed=0, **res.options))
     return 0
 
 

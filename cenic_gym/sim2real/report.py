@@ -99,8 +99,10 @@ def plot_replay(result, out, title=""):
 
 
 def plot_sim2sim(results, out):
-    """Closed-loop state divergence between cenic-gym and MuJoCo per env step (one line per episode) and the
-    one-step divergence, one column per result."""
+    """Closed-loop state divergence between cenic-gym and the peer (MuJoCo or Drake) per env step (one line per
+    episode) and the one-step divergence, one column per result."""
+    from .sim2sim import describe_options
+
     plt = _plt()
     fig, axes = plt.subplots(2, len(results), figsize=(5 * len(results), 6), squeeze=False)
     for col, r in enumerate(results):
@@ -108,14 +110,14 @@ def plot_sim2sim(results, out):
             axes[0, col].semilogy(np.arange(1, e.divergence.size), e.divergence[1:], label=f"seed {e.seed}")
             if e.one_step.size:
                 axes[1, col].semilogy(np.arange(1, e.one_step.size + 1), e.one_step, label=f"seed {e.seed}")
-        axes[0, col].set_title(f"{r.policy} on {r.env_id}", fontsize=9)
+        axes[0, col].set_title(f"{r.policy} on {r.env_id}\nvs {describe_options(r)}", fontsize=9)
         axes[0, col].set_ylabel("closed-loop divergence [m, rad]")
         axes[1, col].set_ylabel("one-step divergence [m, rad]")
         axes[1, col].set_xlabel("env step")
         for ax in axes[:, col]:
             ax.grid(True, which="both", alpha=0.3)
         axes[0, col].legend(fontsize=7)
-    fig.suptitle(f"cenic-gym vs MuJoCo ({results[0].options['timestep']:g} s, {results[0].options['integrator']})")
+    fig.suptitle("cenic-gym vs " + ", ".join(sorted({r.peer_name for r in results})))
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -135,38 +137,46 @@ def replay_table(results):
 
 
 def _sim2sim_section(env_id, policy, seeds, max_steps, env_kwargs, out):
-    """The report's sim-to-sim lines (and sim2sim.png, episodes appended to episodes.jsonl); says why when it
-    cannot run (mujoco not installed, a system MuJoCo does not map)."""
-    lines = ["## Sim-to-sim (MuJoCo)", ""]
-    from ..mujoco_model import MappingError, RenderError, import_mujoco
+    """The report's sim-to-sim lines with every peer that is installed (MuJoCo, Drake; sim2sim.png, episodes
+    appended to episodes.jsonl); says why a peer did not run (package not installed, a system it does not map)."""
+    from ..drake_model import DrakeMissing, import_drake
+    from ..mujoco_model import RenderError, import_mujoco
+    from ..peer_map import MappingError
+    from .sim2sim import describe_options, sim2sim, sim2sim_table
 
-    try:
-        import_mujoco()
-    except RenderError:
-        return lines + ["Skipped: the `mujoco` package is not installed (`pip install 'cenic-gym[render]'`).", ""]
-    from .sim2sim import sim2sim, sim2sim_table
-
-    try:
-        res = sim2sim(env_id, policy, seeds, max_steps=max_steps, env_kwargs=env_kwargs)
-    except MappingError as e:
-        return lines + [f"Not run: {e}.", ""]
-    plot_sim2sim([res], out / "sim2sim.png")
+    lines, results = ["## Sim-to-sim (MuJoCo, Drake)", ""], []
+    for peer, check, missing, install in (("mujoco", import_mujoco, RenderError, "cenic-gym[render]"),
+                                          ("drake", import_drake, DrakeMissing, "cenic-gym[peers]")):
+        try:
+            check()
+        except missing:
+            lines += [f"{peer}: skipped, the package is not installed (`pip install '{install}'`).", ""]
+            continue
+        try:
+            results.append(sim2sim(env_id, policy, seeds, max_steps=max_steps, env_kwargs=env_kwargs, peer=peer))
+        except MappingError as e:
+            lines += [f"{peer}: not run: {e}.", ""]
+    if not results:
+        return lines
+    plot_sim2sim(results, out / "sim2sim.png")
     with open(out / "episodes.jsonl", "a") as f:
-        for e in res.episodes:
-            f.write(json.dumps(dict(sweep="sim2sim", **res.options, **e.row())) + "\n")
+        for res in results:
+            for e in res.episodes:
+                f.write(json.dumps(dict(sweep="sim2sim", peer=res.peer, **res.options, **e.row())) + "\n")
     return lines + [
-        "The same seeded episodes with MuJoCo as the physics: a scene generated from the env's model "
-        "(`cenic_gym.mujoco_model`), the env's own controllers, observations, rewards and success test on MuJoCo's "
-        f"state (`cenic_gym.sim2real.sim2sim`; MuJoCo {res.options['timestep']:g} s, "
-        f"{res.options['integrator']}, its default contact parameters). The gap between the two simulators is a "
-        "modeling gap (contact compliance, friction model), not numerical error.", "",
-        sim2sim_table([res]), "", "![sim-to-sim](sim2sim.png)", ""]
+        "The same seeded episodes with a second simulator as the physics: a scene generated from the env's model "
+        "(`cenic_gym.mujoco_model`, `cenic_gym.drake_model`), the env's own controllers, observations, rewards "
+        "and success test on the peer's state (`cenic_gym.sim2real.sim2sim`; "
+        + "; ".join(describe_options(r) for r in results) + "; MuJoCo with its default contact parameters, Drake "
+        "with our contact stiffness, dissipation and friction). The gap between the simulators is a modeling gap "
+        "(contact model, friction model), not numerical error.", "",
+        sim2sim_table(results), "", "![sim-to-sim](sim2sim.png)", ""]
 
 
 def write_report(env_id, policy, out_dir, seeds, accuracies=None, fixed_steps=None, families=None, max_steps=None,
                  log=None, replay_accuracies=(1e-3, 1e-5), env_kwargs=None, progress=None, sim2sim=True):
     """Run the accuracy sweep, the robustness sweeps, (with ``log``) the log replay and (with ``sim2sim``) the
-    MuJoCo sim-to-sim comparison (:mod:`.sim2sim`) for ``policy`` on ``env_id``; write ``report.md``,
+    sim-to-sim comparison with MuJoCo and Drake (:mod:`.sim2sim`) for ``policy`` on ``env_id``; write ``report.md``,
     ``accuracy.png``, ``robustness.png``, ``replay.png``, ``sim2sim.png`` and ``episodes.jsonl`` into ``out_dir``
     (created); ``env_kwargs``: env options for every run. Returns the path of report.md."""
     from .replay import replay

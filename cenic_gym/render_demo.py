@@ -15,11 +15,6 @@ import numpy as np
 
 from .plots import plot_cenic_run
 
-# env id -> "module:Class" of a scripted (non-learned) policy: Class(env), .reset() after env.reset, __call__(obs)
-SCRIPTED = {"CenicFranka-v0": "cenic_gym.envs.franka_box:ScriptedExpert",
-            "CenicSuction-v0": "cenic_gym.envs.suction_pick:ScriptedPicker",
-            "CenicQuadruped-v0": "cenic_gym.envs.quadruped:TrotGait",
-            "CenicAllegro-v0": "cenic_gym.envs.allegro_cube:ScriptedRotator"}
 MAX_DEMO_STEPS = 200
 
 
@@ -45,10 +40,9 @@ class EnvDemoResult:
 
 def scripted_policy(env_id, env):
     """The task's scripted policy for ``env_id`` (None if it has none)."""
-    if env_id not in SCRIPTED:
-        return None
-    module, cls = SCRIPTED[env_id].split(":")
-    return getattr(importlib.import_module(module), cls)(env)
+    from .envs import SCRIPTED_POLICIES, scripted_policy_class
+
+    return scripted_policy_class(env_id)(env) if env_id in SCRIPTED_POLICIES else None
 
 
 def run_env_demo(env_id, video="cenic_demo.mp4", plot="cenic_demo.png", duration=None, accuracy=1e-3, seed=0,

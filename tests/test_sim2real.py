@@ -32,8 +32,12 @@ def scripted():
 # -- policies ---------------------------------------------------------------------------------------------------
 def test_load_policy_kinds_and_bad_specs(scripted, tmp_path):
     assert isinstance(scripted, Policy)
-    with pytest.raises(ValueError, match="drives CenicFranka-v0, not CenicAllegro-v0"):
-        load_policy("scripted", "CenicAllegro-v0")
+    assert load_policy("scripted", "CenicAllegro-v0").name == "scripted (ScriptedRotator)"
+    assert load_policy("scripted", "CenicSuction-v0").name == "scripted (ScriptedPicker)"
+    with pytest.raises(ValueError, match="no scripted policy for 'CartPole-v1'"):
+        load_policy("scripted", "CartPole-v1")
+    with pytest.raises(ValueError, match="'trot' drives CenicQuadruped-v0, not CenicFranka-v0"):
+        load_policy("trot", "CenicFranka-v0")
     with pytest.raises(ValueError, match="'nope.zip': not 'scripted', not an RLlib checkpoint folder and no such file"):
         load_policy("nope.zip")
     (tmp_path / "p.txt").write_text("x")

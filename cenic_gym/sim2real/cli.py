@@ -37,7 +37,8 @@ def _common(p, policy=True):
                    "'{\"domain_randomization\": true}' (the sweeps set accuracy / fixed_step themselves)")
     if policy:
         p.add_argument("--policy", required=True,
-                       help="'scripted', an SB3 .zip, an RLlib checkpoint folder, an .onnx or a .pt")
+                       help="'scripted' (the env's scripted policy; 'trot' for the Go1), an SB3 .zip, an RLlib checkpoint "
+                            "folder, an .onnx or a .pt")
         p.add_argument("--episodes", type=integer_at_least(1), default=5, help="seeded episodes per setting (default 5)")
         p.add_argument("--max-steps", type=integer_at_least(1), default=None, help="cut episodes at this many steps")
 

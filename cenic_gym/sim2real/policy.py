@@ -1,6 +1,6 @@
 """Policies as the evaluation toolkit sees them: a callable ``obs -> action`` (numpy in, numpy out).
 
-    policy = load_policy("scripted", env)          # CenicFranka-v0's ScriptedExpert (reads the env's state)
+    policy = load_policy("scripted", env_id)       # the env's scripted policy (envs.SCRIPTED_POLICIES)
     policy = load_policy("ppo.zip", env)           # a Stable-Baselines3 model (+ ppo.vecnormalize.pkl if present)
     policy = load_policy("policy.onnx", env)       # an exported policy, run by onnxruntime
     policy = load_policy("policy.pt", env)         # an exported TorchScript policy
@@ -191,8 +191,8 @@ class OnnxPolicy:
         return self.runtime(obs)
 
 
-SCRIPTED = {"scripted": ("CenicFranka-v0", "cenic_gym.envs.franka_box", "ScriptedExpert"),
-            "trot": ("CenicQuadruped-v0", "cenic_gym.envs.quadruped", "TrotGait")}  # open-loop gait
+SCRIPTED = ("scripted", "trot")  # the env's scripted policy (cenic_gym.envs.SCRIPTED_POLICIES); "trot": the Go1's
+DEFAULT_SCRIPTED_ENV = {"scripted": "CenicFranka-v0", "trot": "CenicQuadruped-v0"}  # when no env id is given
 
 
 def load_sb3(path):
@@ -240,12 +240,13 @@ def load_policy(spec, env_id=None):
     of these."""
     spec = str(spec)
     if spec in SCRIPTED:
-        task, module, cls = SCRIPTED[spec]
-        if env_id is not None and env_id != task:
-            raise ValueError(f"policy {spec!r} drives {task}, not {env_id}")
-        import importlib
+        from ..envs import scripted_policy_class
 
-        return ScriptedPolicy(getattr(importlib.import_module(module), cls), name=f"{spec} ({cls})")
+        env_id = DEFAULT_SCRIPTED_ENV[spec] if env_id is None else env_id
+        if spec == "trot" and env_id != "CenicQuadruped-v0":
+            raise ValueError(f"policy 'trot' drives CenicQuadruped-v0, not {env_id}")
+        cls = scripted_policy_class(env_id)
+        return ScriptedPolicy(cls, name=f"{spec} ({cls.__name__})")
     path = Path(spec)
     if path.is_dir() and rllib_module_dir(path) is not None:
         module, mean, std = load_rllib(path)

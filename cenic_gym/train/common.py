@@ -28,6 +28,11 @@ class RunSpec:
     steps: int = 0
     workers: int = 0
     num_envs: int = 1
+    train_env_kwargs: dict = field(default_factory=dict)  # training envs only, on top of env_kwargs
+
+    def training_env_kwargs(self) -> dict:
+        """``gym.make`` kwargs of the training envs (evaluation uses ``env_kwargs`` alone)."""
+        return {**self.env_kwargs, **self.train_env_kwargs}
 
     def save(self, out_dir: Path):
         Path(out_dir).mkdir(parents=True, exist_ok=True)

@@ -47,6 +47,8 @@ def curve(run_dir):
     files = sorted(Path(run_dir, "tb").rglob("events.out.tfevents.*"))
     acc = EventAccumulator(str(files[-1].parent))
     acc.Reload()
+    if "eval/success_rate" not in acc.Tags()["scalars"]:  # stopped before its first evaluation
+        return []
     succ = acc.Scalars("eval/success_rate")
     ret = {e.step: e.value for e in acc.Scalars("eval/mean_reward")}
     start = min(e.wall_time for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag))

@@ -38,10 +38,10 @@ def train_run(a, run_dir):
     path of the final model)."""
     from cenic_gym.train import RunSpec, get_config, sb3_backend
 
-    cfg = get_config(ENV_ID, "ppo")
+    cfg = get_config(ENV_ID, a.algo)
     if a.grasped_start is not None:
         cfg["train_env_kwargs"] = dict(cfg["train_env_kwargs"], grasped_start=a.grasped_start)
-    spec = RunSpec(ENV_ID, "ppo", "sb3", cfg["env_kwargs"], a.seed, a.steps or cfg["steps"], a.workers,
+    spec = RunSpec(ENV_ID, a.algo, "sb3", cfg["env_kwargs"], a.seed, a.steps or cfg["steps"], a.workers,
                    max(cfg["num_envs"], a.workers), cfg["train_env_kwargs"])
     t0 = time.perf_counter()
     path = sb3_backend.train(spec, cfg, run_dir, progress=False, callbacks=[wall_limit(60 * a.minutes)])
@@ -85,6 +85,7 @@ def main():
                    help="override the config's training-only grasped_start probability (0 switches it off)")
     p.add_argument("--final-episodes", type=int, default=20)
     p.add_argument("--name", default="ppo")
+    p.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
     p.add_argument("--no-results", action="store_true", help="do not write RESULTS.md or the model (pilots)")
     p.add_argument("--plot-only", action="store_true", help="redraw the plot from the JSON, no training")
     a = p.parse_args()

@@ -48,13 +48,17 @@ REACH = dict(REACH_TABLE, ee_delta_origin="measured", reach_goal_range=0.15, goa
 # with the box already grasped (the HER paper's trick, env option grasped_start); evaluation runs the plain task.
 PICK_PLACE = dict(action_type="ee_delta", ee_delta_scale=(0.03, 0.0), max_episode_steps=100)
 PICK_PLACE_PPO = dict(_PPO, env_kwargs=PICK_PLACE, train_env_kwargs=dict(grasped_start=0.5), num_envs=8,
-                      steps=1_000_000, eval_every=40_000, eval_episodes=10, checkpoint_every=200_000,
+                      steps=1_000_000, eval_every=25_000, eval_episodes=10, checkpoint_every=200_000,
                       sb3=dict(_PPO["sb3"], n_steps=256, batch_size=512, gamma=0.98))
+PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=dict(grasped_start=0.5), steps=200_000,
+                      eval_every=10_000, eval_episodes=10, checkpoint_every=50_000, normalize=True,
+                      sb3=dict(_SAC["sb3"], learning_rate=3e-4, gamma=0.98, tau=0.005, learning_starts=5_000,
+                               train_freq=2, gradient_steps=1))
 
 CONFIGS: dict[str, dict[str, dict]] = {
     "CenicFranka-v0": {
         "ppo": PICK_PLACE_PPO,
-        "sac": {**_SAC, "env_kwargs": {}},
+        "sac": PICK_PLACE_SAC,
     },
     # reach rung of the goal-conditioned Franka with FetchReach's task definition (REACH above; REACH_TABLE for the
     # harder table-target variant: benchmarks/learning_curve.py --preset table)

@@ -2,15 +2,17 @@
 ``CONFIGS["CenicFranka-v0"]["ppo"]``: TCP-translation + gripper actions, 100-step episodes, dense reward, half of
 the training episodes starting with the box grasped).
 
-    python benchmarks/learning_franka.py [--minutes 60] [--steps N] [--seed 0] [--workers 0]
-                                         [--grasped-start P] [--name NAME] [--plot-only]
+    python benchmarks/learning_franka.py [--minutes 60] [--steps N] [--seed 0] [--workers 0] [--algo ppo|sac]
+                                         [--grasped-start P] [--name NAME] [--final-episodes 20] [--no-results]
+                                         [--plot-only | --final-only]
 
 Trains for at most ``--minutes`` of wall time (or ``--steps`` env steps), evaluating every ``eval_every`` env steps
 on the UNMODIFIED task (``env_kwargs`` without the training aid; deterministic policy, ``eval_episodes`` episodes
 on a held-out seed stream): mean return and success rate (``info["is_success"]`` at the episode's end). Then the
 final model plays ``--final-episodes`` more held-out episodes (seeds 10 000, 10 001, ...). Writes
 ``benchmarks/learning_franka.{png,json}``, the section ``franka-ppo`` of ``benchmarks/RESULTS.md`` and the final
-model as ``benchmarks/models/franka_pick_place_ppo.zip`` (+ its observation normalizer); the run folder is
+model in ``benchmarks/models/franka_pick_place_ppo/`` (``model.zip``, its observation normalizer and
+``run.json``: ``cenic-gym eval benchmarks/models/franka_pick_place_ppo/model.zip`` plays it); the run folder is
 ``runs/learning_franka/<name>``. Every run already in the JSON stays (``--name`` keys it) and is plotted.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ from learning_curve import curve, plot, wall_limit
 
 ENV_ID = "CenicFranka-v0"
 OUT = REPO / "benchmarks" / "learning_franka"
-MODEL = REPO / "benchmarks" / "models" / "franka_pick_place_ppo.zip"
+MODEL = REPO / "benchmarks" / "models" / "franka_pick_place_ppo" / "model.zip"  # with run.json: cenic-gym eval
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 FINAL_SEED = 10_000
 
@@ -70,9 +72,26 @@ def section(name, run, command):
               for e in ev]
     lines += ["", f"Final model, {final['episodes']} held-out episodes (seeds {FINAL_SEED}+): return "
               f"{final['mean_return']:.1f}, success rate {final['success_rate']:.2f} "
-              f"(`benchmarks/models/{MODEL.name}`; `cenic-gym eval benchmarks/models/{MODEL.name}`).",
-              "", f"![learning curve](learning_franka.png)"]
+              f"(`cenic-gym eval benchmarks/models/{MODEL.parent.name}/{MODEL.name}`)."]
+    if final.get("terms"):
+        names = list(final["terms"])
+        lines += ["", "Its reward terms, summed over an episode and averaged over the episodes (scaled as in the "
+                  "reward):", "", "| " + " | ".join(names) + " |", "|" + "---:|" * len(names),
+                  "| " + " | ".join(f"{final['terms'][k]:.1f}" for k in names) + " |"]
+    lines += ["", "![learning curve](learning_franka.png)"]
     return "\n".join(lines)
+
+
+def publish(name, run, path):
+    """Copy the final model (with its normalizer and run record) to benchmarks/models/ and write the RESULTS.md
+    section of run ``name``."""
+    MODEL.parent.mkdir(exist_ok=True)
+    for f in (path, path.with_name(path.stem + ".vecnormalize.pkl"), path.with_name("run.json")):
+        shutil.copy(f, MODEL.parent / f.name)
+    command = run.get("command", f"`python benchmarks/learning_franka.py --minutes 60 --workers 2 --name {name}`")
+    RESULTS.write_text(replace_marked_section(
+        RESULTS.read_text(), "franka-ppo", section(name, run, command),
+        heading="## Learning: PPO on the Franka pick-and-place (CenicFranka-v0)"))
 
 
 def main():
@@ -88,33 +107,31 @@ def main():
     p.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
     p.add_argument("--no-results", action="store_true", help="do not write RESULTS.md or the model (pilots)")
     p.add_argument("--plot-only", action="store_true", help="redraw the plot from the JSON, no training")
+    p.add_argument("--final-only", action="store_true",
+                   help="no training: evaluate the final model of run --name again and rewrite its results")
     a = p.parse_args()
     js = OUT.with_suffix(".json")
     summary = json.loads(js.read_text()) if js.exists() else {}
+    run_dir = REPO / "runs" / "learning_franka" / a.name
     if not a.plot_only:
         from cenic_gym.train import evaluate
 
-        load0 = os.getloadavg()
-        run_dir = REPO / "runs" / "learning_franka" / a.name
-        if run_dir.exists():
-            shutil.rmtree(run_dir)
-        wall, cfg, path = train_run(a, run_dir)
+        if not a.final_only:
+            load0 = os.getloadavg()
+            if run_dir.exists():
+                shutil.rmtree(run_dir)
+            wall, cfg, path = train_run(a, run_dir)
+            summary[a.name] = dict(wall_s=wall, evals=curve(run_dir), load_before=load0, load_after=os.getloadavg(),
+                                   config=cfg, command="`python benchmarks/learning_franka.py "
+                                   + " ".join(sys.argv[1:]) + "`")
+        path = run_dir / "model.zip"
         final = evaluate(path, episodes=a.final_episodes, seed=FINAL_SEED)
-        summary[a.name] = dict(wall_s=wall, evals=curve(run_dir), load_before=load0, load_after=os.getloadavg(),
-                               config=cfg, final=dict(episodes=a.final_episodes, mean_return=final.mean_return,
-                                                      success_rate=final.success_rate))
+        summary[a.name]["final"] = dict(episodes=a.final_episodes, mean_return=final.mean_return,
+                                        success_rate=final.success_rate, terms=final.mean_terms())
         js.write_text(json.dumps(summary, indent=1, default=str))
-        print(final.summary())
+        print(final.summary(), final.mean_terms())
         if not a.no_results:
-            MODEL.parent.mkdir(exist_ok=True)
-            shutil.copy(path, MODEL)
-            stats = path.with_name(path.stem + ".vecnormalize.pkl")
-            shutil.copy(stats, MODEL.with_name(MODEL.stem + ".vecnormalize.pkl"))
-            shutil.copy(run_dir / "run.json", MODEL.with_name(MODEL.stem + ".run.json"))
-            command = "`python benchmarks/learning_franka.py " + " ".join(sys.argv[1:]) + "`"
-            RESULTS.write_text(replace_marked_section(
-                RESULTS.read_text(), "franka-ppo", section(a.name, summary[a.name], command),
-                heading="## Learning: PPO on the Franka pick-and-place (CenicFranka-v0)"))
+            publish(a.name, summary[a.name], path)
     plot({k: v["evals"] for k, v in summary.items()}, OUT.with_suffix(".png"),
          title="SB3 PPO, CenicFranka-v0 pick-and-place (deterministic evaluation on the plain task)",
          return_label="eval return (100 steps)")

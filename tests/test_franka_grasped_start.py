@@ -1,6 +1,7 @@
 """CenicFranka-v0's training aid ``grasped_start`` (episodes that start with the box in the closed gripper): off by
 default and then bit-identical to the plain env, a physically held grasp when on (the box lifts with the hand),
-deterministic, bad values rejected; the training backends give it to the training envs only."""
+deterministic, bad values rejected; the training backends give it to the training envs only. Evaluation sums each
+reward term per episode."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -75,3 +76,14 @@ def test_training_aid_reaches_training_envs_only():
     assert train_env.unwrapped.config["grasped_start"] == cfg["train_env_kwargs"]["grasped_start"]
     assert eval_env.unwrapped.config["grasped_start"] == 0.0
     assert spec.training_env_kwargs() == {**cfg["env_kwargs"], **cfg["train_env_kwargs"]}
+
+
+def test_evaluation_sums_the_reward_terms_per_episode():
+    from cenic_gym.train.common import run_episodes
+
+    result = run_episodes(lambda obs: np.zeros(8, np.float32),
+                          lambda: gym.make("CenicFranka-v0", max_episode_steps=5, **EE), episodes=2, seed=4)
+    assert len(result.terms) == 2 and set(result.terms[0]) >= {"reach", "grasp", "release", "action_rate"}
+    for ret, terms in zip(result.returns, result.terms):
+        assert sum(terms.values()) == pytest.approx(ret, rel=1e-12, abs=1e-12)  # reward = sum of its terms
+    assert result.mean_terms()["reach"] == pytest.approx(np.mean([t["reach"] for t in result.terms]))

@@ -23,7 +23,6 @@ import os
 import shutil
 import sys
 import time
-from pathlib import Path
 
 from bench_common import REPO, provenance, replace_marked_section
 from learning_curve import curve, plot, wall_limit

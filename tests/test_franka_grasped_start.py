@@ -57,9 +57,10 @@ def test_grasped_start_probability_draws_per_episode():
     assert 0 < sum(grasped) < 8
 
 
-@pytest.mark.parametrize("kwargs,text", [(dict(grasped_start=1.5), "grasped_start must be a probability in [0, 1], got 1.5"),
-                                         (dict(grasped_start=True), "grasped_start must be a probability"),
-                                         (dict(grasp_settle=0.0), "grasp_settle must be a duration > 0 [s], got 0.0")])
+@pytest.mark.parametrize("kwargs,text", [
+    (dict(grasped_start=1.5), "grasped_start must be a probability in [0, 1], got 1.5"),
+    (dict(grasped_start=True), "grasped_start must be a probability"),
+    (dict(grasp_settle=0.0), "grasp_settle must be a duration > 0 [s], got 0.0")])
 def test_bad_values_raise_naming_them(kwargs, text):
     with pytest.raises(ValueError, match=text.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
         gym.make("CenicFranka-v0", **kwargs)

@@ -123,6 +123,8 @@ def main():
             summary[a.name] = dict(wall_s=wall, evals=curve(run_dir), load_before=load0, load_after=os.getloadavg(),
                                    config=cfg, command="`python benchmarks/learning_franka.py "
                                    + " ".join(sys.argv[1:]) + "`")
+        elif a.name not in summary:
+            raise SystemExit(f"--final-only: no run {a.name!r} in {js} (runs: {sorted(summary)})")
         path = run_dir / "model.zip"
         final = evaluate(path, episodes=a.final_episodes, seed=FINAL_SEED)
         summary[a.name]["final"] = dict(episodes=a.final_episodes, mean_return=final.mean_return,

@@ -47,6 +47,8 @@ def curve(run_dir):
     files = sorted(Path(run_dir, "tb").rglob("events.out.tfevents.*"))
     acc = EventAccumulator(str(files[-1].parent))
     acc.Reload()
+    if "eval/success_rate" not in acc.Tags()["scalars"]:  # stopped before its first evaluation
+        return []
     succ = acc.Scalars("eval/success_rate")
     ret = {e.step: e.value for e in acc.Scalars("eval/mean_reward")}
     start = min(e.wall_time for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag))
@@ -68,7 +70,8 @@ def run_cenic(minutes, steps, seed, out_dir, reward_type, preset, origin=None):
     return time.perf_counter() - t0, cfg
 
 
-def plot(curves, path):
+def plot(curves, path, title="SB3 SAC + HER, reach (deterministic evaluation episodes, 10 per point)",
+         return_label="eval return (50 steps)"):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,13 +91,13 @@ def plot(curves, path):
         ax.set_ylabel("eval success rate")
         ax.set_ylim(-0.05, 1.05)
     for ax in axes[1]:
-        ax.set_ylabel("eval return (50 steps)")
+        ax.set_ylabel(return_label)
     for ax in axes[:, 0]:
         ax.set_xlabel("env steps")
     for ax in axes[:, 1]:
         ax.set_xlabel("wall time [min]")
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8)
-    fig.suptitle("SB3 SAC + HER, reach (deterministic evaluation episodes, 10 per point)")
+    fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -52,6 +52,10 @@ def default_config():
         goal_threshold=0.025,
         reach_goal_range=None,  # task="reach": None (goal 10 cm above a target_xy draw) or a half-width [m]:
         # goal = start TCP + U(-r, r) per axis (FetchReach's target_range)
+        grasped_start=0.0,  # probability that an episode starts with the box already grasped (a TRAINING aid, the
+        # HER paper's trick; evaluate with 0): the arm is put at the grasp point and the gripper closed for
+        # grasp_settle seconds of simulation before the first observation
+        grasp_settle=0.4,  # [s]
     )
 
 
@@ -161,6 +165,13 @@ class FrankaBoxEnv(CenicEnv):
 
     ## Arguments
 
+    With ``grasped_start`` = p > 0 (a training aid, default 0: Andrychowicz et al. 2017, "Hindsight Experience
+    Replay", start half of the training episodes with the box in the gripper), an episode starts with the box
+    grasped with probability p: after the draw above, the arm is moved (IK) so that the TCP is at the grasp point
+    with the start pose's hand orientation, fingers open 5 mm clear of the box, then the gripper closes for
+    ``grasp_settle`` seconds of simulation (arm targets held) and the episode starts from that state (``sim.t`` =
+    grasp_settle). The draw uses the episode's generator only when p > 0, so p = 0 episodes are unchanged.
+
     ``gym.make("CenicFranka-v0", **kwargs)``: the common options of :mod:`cenic_gym.env` (accuracy, max_step,
     fixed_step, control_period, domain_randomization, obs_noise, action_delay, render_mode) and every key of
     :func:`default_config`. ``reset(options=...)`` accepts ``box_pose`` (x, y, yaw) and ``target_xy`` (x, y).
@@ -191,6 +202,11 @@ class FrankaBoxEnv(CenicEnv):
             raise ValueError(f"reward_type must be 'dense' or 'sparse', got {cfg['reward_type']!r}")
         if cfg["ee_delta_origin"] not in ("target", "measured"):
             raise ValueError(f"ee_delta_origin must be 'target' or 'measured', got {cfg['ee_delta_origin']!r}")
+        g, settle = cfg["grasped_start"], cfg["grasp_settle"]
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0.0 <= g <= 1.0:
+            raise ValueError(f"grasped_start must be a probability in [0, 1], got {g!r}")
+        if isinstance(settle, bool) or not isinstance(settle, (int, float)) or not 0.0 < settle < math.inf:
+            raise ValueError(f"grasp_settle must be a duration > 0 [s], got {settle!r}")
         r = cfg["reach_goal_range"]
         if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0):
             raise ValueError(f"reach_goal_range must be None or a finite half-width >= 0 [m], got {r!r}")
@@ -275,6 +291,24 @@ class FrankaBoxEnv(CenicEnv):
         elif c["task"] == "reach":  # FetchReach's goal: a box of half-width r around the start TCP
             r = c["reach_goal_range"]
             self.target = sim.body_pose(pc.TCP)[0] + rng.uniform(-r, r, 3)
+        if c["grasped_start"] > 0.0 and rng.uniform() < c["grasped_start"]:
+            self._close_on_box(yaw)
+
+    def _close_on_box(self, yaw):
+        """Start grasped: the TCP at the grasp point with the start pose's hand orientation (IK), each finger
+        5 mm clear of the box's extent along the closing axis, then the gripper closes for ``grasp_settle`` [s]."""
+        sim = self.sim
+        s = self._compute_state()
+        rel = yaw - math.atan2(s["R_tcp"][1, 0], s["R_tcp"][0, 0])  # box yaw relative to the hand [rad]
+        lx, ly = self.box_dims[:2]
+        across = min(ly / max(abs(math.cos(rel)), 1e-9), lx / max(abs(math.sin(rel)), 1e-9))  # box width [m]
+        q = sim.q
+        q[self.system.robot_q_indices(pc.ROBOT)[7:]] = min(0.5 * across + 0.005, pc.FINGER_OPEN)  # both fingers
+        q = panda_ik(self.system, self._grasp_point(s), s["R_tcp"], q_init=q, frame=pc.TCP, tol=1e-8)
+        sim.set_state(q=q, v=np.zeros(self.system.nv))
+        self.arm.set_target(q_d=q[self.arm_q], v_d=0.0)
+        self.grip.set_target(q_d=0.0)
+        sim.advance_to(sim.t + self.config["grasp_settle"], inputs_changed=True)
 
     def _apply_action(self, action):
         c = self.config

@@ -49,7 +49,7 @@ def train(env_id: str, algo: str = "ppo", backend: str = "sb3", *, steps: int | 
     n = max(cfg["num_envs"], workers) if num_envs is None else check_positive_int("num_envs", num_envs)
     if resume is not None and not Path(resume).exists():
         raise FileNotFoundError(f"checkpoint to resume {str(resume)!r} does not exist")
-    spec = RunSpec(env_id, algo, backend, cfg["env_kwargs"], seed, steps, workers, n)
+    spec = RunSpec(env_id, algo, backend, cfg["env_kwargs"], seed, steps, workers, n, cfg["train_env_kwargs"])
     return module.train(spec, cfg, Path(out), resume=resume, progress=progress, verbose=verbose)
 
 

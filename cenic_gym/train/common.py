@@ -28,6 +28,11 @@ class RunSpec:
     steps: int = 0
     workers: int = 0
     num_envs: int = 1
+    train_env_kwargs: dict = field(default_factory=dict)  # training envs only, on top of env_kwargs
+
+    def training_env_kwargs(self) -> dict:
+        """``gym.make`` kwargs of the training envs (evaluation uses ``env_kwargs`` alone)."""
+        return {**self.env_kwargs, **self.train_env_kwargs}
 
     def save(self, out_dir: Path):
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -75,11 +80,18 @@ def check_positive_int(name, value, minimum=1):
 @dataclass
 class EvalResult:
     """Plain evaluation: ``returns`` and ``lengths`` per episode, ``successes`` (``info["is_success"]`` at the
-    episode's last step)."""
+    episode's last step), ``terms``: per episode, the sum of each reward term the env reports as
+    ``info["reward/<name>"]`` (``{}`` for envs that report none)."""
 
     returns: list
     lengths: list
     successes: list
+    terms: list = field(default_factory=list)
+
+    def mean_terms(self):
+        """Each reward term's episode sum, averaged over the episodes."""
+        names = sorted({k for t in self.terms for k in t})
+        return {k: float(np.mean([t.get(k, 0.0) for t in self.terms])) for k in names}
 
     @property
     def mean_return(self):
@@ -98,19 +110,23 @@ def run_episodes(policy: Callable, make_env: Callable[[], gym.Env], episodes: in
     """Run ``episodes`` episodes of ``policy(obs) -> action`` in one env (seeds ``seed``, ``seed + 1``, ...)."""
     check_positive_int("episodes", episodes)
     env = make_env()
-    returns, lengths, successes = [], [], []
+    returns, lengths, successes, terms = [], [], [], []
     try:
         for k in range(episodes):
             obs, info = env.reset(seed=seed + k)
-            total, n, done = 0.0, 0, False
+            total, n, done, sums = 0.0, 0, False, {}
             while not done:
                 obs, r, terminated, truncated, info = env.step(policy(obs))
                 total, n, done = total + float(r), n + 1, terminated or truncated
+                for key, value in info.items():
+                    if key.startswith("reward/"):
+                        sums[key[7:]] = sums.get(key[7:], 0.0) + float(value)
             if not math.isfinite(total):
                 raise FloatingPointError(f"episode {k} returned a non-finite return {total}")
             returns.append(total)
             lengths.append(n)
             successes.append(bool(info.get("is_success", False)))
+            terms.append(sums)
     finally:
         env.close()
-    return EvalResult(returns, lengths, successes)
+    return EvalResult(returns, lengths, successes, terms)

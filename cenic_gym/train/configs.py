@@ -3,6 +3,8 @@
 ``CONFIGS[env_id][algo]`` is a dict with:
 
 - ``env_kwargs``: ``gym.make`` keyword arguments for training and evaluation (env options, ``max_episode_steps``);
+- ``train_env_kwargs``: extra keyword arguments for the training envs only (training aids such as Franka's
+  ``grasped_start``; evaluation always runs the unmodified task of ``env_kwargs``);
 - ``num_envs``: sub-envs in the vector env (spread over ``--workers`` Ray actors, or in process with 0 workers);
 - ``steps``: default total env steps of ``cenic-gym train``;
 - ``eval_every`` / ``eval_episodes``: periodic evaluation (env steps between evaluations, episodes per evaluation);
@@ -19,14 +21,14 @@ from __future__ import annotations
 import copy
 
 _PPO = dict(
-    num_envs=4, steps=200_000, eval_every=20_000, eval_episodes=5, checkpoint_every=20_000, normalize=True,
+    num_envs=4, steps=200_000, train_env_kwargs={}, eval_every=20_000, eval_episodes=5, checkpoint_every=20_000, normalize=True,
     sb3=dict(n_steps=256, batch_size=256, n_epochs=10, learning_rate=3e-4, gamma=0.98, gae_lambda=0.95,
              clip_range=0.2, ent_coef=0.0, policy_kwargs=dict(net_arch=[256, 256])),
     rllib=dict(lr=3e-4, gamma=0.98, lambda_=0.95, clip_param=0.2, num_epochs=10, minibatch_size=256,
                train_batch_size_per_learner=1024),
 )
 _SAC = dict(
-    num_envs=1, steps=50_000, eval_every=5_000, eval_episodes=10, checkpoint_every=10_000, normalize=False,
+    num_envs=1, steps=50_000, train_env_kwargs={}, eval_every=5_000, eval_episodes=10, checkpoint_every=10_000, normalize=False,
     sb3=dict(learning_rate=1e-3, buffer_size=1_000_000, batch_size=256, learning_starts=1_000, gamma=0.95,
              tau=0.05, train_freq=1, gradient_steps=1, policy_kwargs=dict(net_arch=[256, 256])),
 )
@@ -40,10 +42,23 @@ _SAC = dict(
 REACH_TABLE = dict(task="reach", action_type="ee_delta", ee_delta_scale=(0.05, 0.0), max_episode_steps=50)
 REACH = dict(REACH_TABLE, ee_delta_origin="measured", reach_goal_range=0.15, goal_threshold=0.05)
 
+# The pick-and-place with PPO (benchmarks/learning_franka.py): TCP translation deltas of 3 cm per step at |a| = 1
+# plus the gripper (rotation actions off: the hand keeps its start orientation, whose fingers close across a box
+# yawed by up to 0.6 rad), 100-step (5 s) episodes, the dense staged reward; half of the TRAINING episodes start
+# with the box already grasped (the HER paper's trick, env option grasped_start); evaluation runs the plain task.
+PICK_PLACE = dict(action_type="ee_delta", ee_delta_scale=(0.03, 0.0), max_episode_steps=100)
+PICK_PLACE_PPO = dict(_PPO, env_kwargs=PICK_PLACE, train_env_kwargs=dict(grasped_start=0.5), num_envs=8,
+                      steps=1_000_000, eval_every=25_000, eval_episodes=10, checkpoint_every=200_000,
+                      sb3=dict(_PPO["sb3"], n_steps=256, batch_size=512, gamma=0.98))
+PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=dict(grasped_start=0.5), steps=200_000,
+                      eval_every=10_000, eval_episodes=10, checkpoint_every=50_000, normalize=True,
+                      sb3=dict(_SAC["sb3"], learning_rate=3e-4, gamma=0.98, tau=0.005, learning_starts=5_000,
+                               train_freq=2, gradient_steps=1))
+
 CONFIGS: dict[str, dict[str, dict]] = {
     "CenicFranka-v0": {
-        "ppo": {**_PPO, "env_kwargs": {}},
-        "sac": {**_SAC, "env_kwargs": {}},
+        "ppo": PICK_PLACE_PPO,
+        "sac": PICK_PLACE_SAC,
     },
     # reach rung of the goal-conditioned Franka with FetchReach's task definition (REACH above; REACH_TABLE for the
     # harder table-target variant: benchmarks/learning_curve.py --preset table)

@@ -39,7 +39,7 @@ def build_config(spec: RunSpec, cfg: dict):
     register_env(spec.env_id, make_env)
     per_runner = math.ceil(spec.num_envs / max(spec.workers, 1))
     return (PPOConfig()
-            .environment(spec.env_id, env_config={"env_id": spec.env_id, "kwargs": spec.env_kwargs})
+            .environment(spec.env_id, env_config={"env_id": spec.env_id, "kwargs": spec.training_env_kwargs()})
             .env_runners(num_env_runners=spec.workers, num_envs_per_env_runner=per_runner,
                          num_cpus_per_env_runner=1, rollout_fragment_length="auto")
             .learners(num_learners=0)

@@ -10,6 +10,7 @@ import gymnasium as gym
 from .common import EvalResult, RunSpec, ensure_ray, limit_threads, run_episodes
 
 MODEL_FILE = "model.zip"
+EVAL_SEED_OFFSET = 1_000_003  # periodic evaluation episodes: held-out seeds
 
 
 def _algo_class(algo):
@@ -18,11 +19,15 @@ def _algo_class(algo):
     return {"ppo": PPO, "sac": SAC}[algo]
 
 
-def _env_factory(spec: RunSpec):
+def _env_factory(spec: RunSpec, training: bool = False):
+    """A maker of one env: the evaluation env (``spec.env_kwargs``), or with ``training`` the training env
+    (``spec.training_env_kwargs()``)."""
+    kwargs = spec.training_env_kwargs() if training else spec.env_kwargs
+
     def make():
         import cenic_gym  # noqa: F401  (registers the ids)
 
-        return gym.make(spec.env_id, **spec.env_kwargs)
+        return gym.make(spec.env_id, **kwargs)
 
     return make
 
@@ -33,13 +38,14 @@ def make_vec_env(spec: RunSpec):
     from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
     if spec.workers == 0:
-        venv = DummyVecEnv([_env_factory(spec)] * spec.num_envs)
+        venv = DummyVecEnv([_env_factory(spec, training=True)] * spec.num_envs)
     else:
         from cenic_gym.sb3 import make_sb3_vec_env
 
         ensure_ray()
         per_actor = math.ceil(spec.num_envs / spec.workers)
-        venv = make_sb3_vec_env(spec.env_id, spec.num_envs, env_kwargs=spec.env_kwargs, envs_per_actor=per_actor)
+        venv = make_sb3_vec_env(spec.env_id, spec.num_envs, env_kwargs=spec.training_env_kwargs(),
+                                envs_per_actor=per_actor)
     return VecMonitor(venv)
 
 
@@ -56,6 +62,7 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
     spec.save(out_dir)
     venv = make_vec_env(spec)
     eval_env = VecMonitor(DummyVecEnv([_env_factory(spec)]))
+    eval_env.seed(spec.seed + EVAL_SEED_OFFSET)  # a seed stream apart from the training envs' (seed + i)
     normalize = cfg.get("normalize", False)
     if normalize:  # observation normalization (running mean/std), saved beside every checkpoint
         from stable_baselines3.common.vec_env import VecNormalize

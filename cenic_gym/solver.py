@@ -355,20 +355,16 @@ def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
 
 
 @njit(cache=True)
-def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn):
-    """One Newton step on the friction bounds of :func:`solve_coulomb`: b − γ_n(v*(b)) = 0, per contact
-    b_i = δt fn_i [N s] (``contacts.fn0``, overwritten with the new bounds / δt) and γ_n,i the normal impulse of the
-    solution ``v`` of the problem with bounds b (``gn``, from :func:`friction_bound_mismatch`).
+def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, X, G):
+    """Sensitivities of the minimiser v* of ℓ(·; b) and of its normal impulses to the friction bounds
+    b_j = δt fn_j [N s] (``contacts.fn0`` = fn) at ``v`` = v*(b), by the implicit function theorem on
+    ∇ℓ(v*(b); b) = 0:
 
-    The Jacobian G = ∂γ_n/∂b follows from the implicit function theorem at the minimiser, ∇ℓ(v*(b); b) = 0:
-    ∂v*/∂b_j = −H⁻¹ J_jᵀ ∂(∇ℓ_c,j)/∂b_j (:func:`~cenic_gym.icf.friction_bound_sensitivity`, H = ∇²ℓ(v)) and
-    ∂γ_n,i/∂v = −ℓ_n,i'' n̂_iᵀ J_i, so G_ij = ℓ_n,i'' n̂_iᵀ J_i H⁻¹ J_jᵀ ∂(∇ℓ_c,j)/∂b_j: friction at one contact moves
-    the bodies and through them every stiff normal. The step solves (I − G) Δb = γ_n − b (one Cholesky factor of H,
-    n_c triangular solves, one n_c × n_c solve), clips the new bounds at 0, and moves ``v`` to the first-order
-    prediction v − H⁻¹ T Δb (the next solve's warm start). A singular I − G (never seen) falls back to Δb = γ_n − b,
-    plain substitution."""
+    X (n_c, n_v): row j = −∂v*/∂b_j = H⁻¹ J_jᵀ ∂(∇ℓ_c,j)/∂b_j (:func:`~cenic_gym.icf.friction_bound_sensitivity`,
+    H = ∇²ℓ(v), one Cholesky factor and n_c triangular solves);
+    G (n_c, n_c): G_ij = ∂γ_n,i/∂b_j = ℓ_n,i'' n̂_iᵀ J_i X_j (∂γ_n,i/∂v = −ℓ_n,i'' n̂_iᵀ J_i): friction at one contact
+    moves the bodies and through them every stiff normal. Pools as in :func:`solve`."""
     Jc, cols, ncols, normal, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.n
-    fn = contacts.fn0
     nv = v.shape[0]
     grad = np.empty(nv)
     H = np.empty((nv, nv))
@@ -378,32 +374,51 @@ def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn
     constraint_velocities(v, Jc, cols, ncols, nc, vc)
     sens = np.empty(3)
     curv = np.empty(nc)
-    X = np.empty((nc, nv))  # row j: H⁻¹ J_jᵀ ∂(∇ℓ_c,j)/∂b_j
     t = np.empty(nv)
     for i in range(nc):
         curv[i] = friction_bound_sensitivity(vc[i], normal[i], dt, contacts.phi0[i], contacts.k[i], contacts.d[i],
-                                             contacts.mu[i], fn[i], contacts.w[i], vs, sens)
+                                             contacts.mu[i], contacts.fn0[i], contacts.w[i], vs, sens)
         t[:] = 0.0
         for j in range(ncols[i]):
             t[cols[i, j]] += Jc[i, 0, j] * sens[0] + Jc[i, 1, j] * sens[1] + Jc[i, 2, j] * sens[2]
         X[i] = _cholesky_solve(L, t)
-    S = np.eye(nc)  # I − G
-    res = np.empty(nc)
     for i in range(nc):
-        res[i] = gn[i] - dt * fn[i]
+        for j in range(nc):
+            G[i, j] = 0.0
         if curv[i] == 0.0:
             continue
         for jj in range(ncols[i]):
-            nj = normal[i, 0] * Jc[i, 0, jj] + normal[i, 1] * Jc[i, 1, jj] + normal[i, 2] * Jc[i, 2, jj]
+            nj = curv[i] * (normal[i, 0] * Jc[i, 0, jj] + normal[i, 1] * Jc[i, 1, jj] + normal[i, 2] * Jc[i, 2, jj])
             col = cols[i, jj]
             for j in range(nc):
-                S[i, j] -= curv[i] * nj * X[j, col]
+                G[i, j] += nj * X[j, col]
+
+
+@njit(cache=True)
+def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn):
+    """One Newton step on the friction bounds of :func:`solve_coulomb`: b − γ_n(v*(b)) = 0, per contact
+    b_i = δt fn_i [N s] (``contacts.fn0``, overwritten with the new bounds / δt) and γ_n,i the normal impulse of the
+    solution ``v`` of the problem with bounds b (``gn``, from :func:`friction_bound_mismatch`).
+
+    With G = ∂γ_n/∂b and X = −∂v*/∂b of :func:`friction_bound_jacobian`, the step solves (I − G) Δb = γ_n − b,
+    clips the new bounds at 0 and moves ``v`` to the first-order prediction v − Xᵀ Δb (the next solve's warm start).
+    A singular I − G (not seen in practice) falls back to Δb = γ_n − b, plain substitution. Pools as in
+    :func:`solve`."""
+    nc, fn = contacts.n, contacts.fn0
+    nv = v.shape[0]
+    X = np.empty((nc, nv))
+    G = np.empty((nc, nc))
+    friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, X, G)
+    S = np.eye(nc) - G
+    res = np.empty(nc)
+    for i in range(nc):
+        res[i] = gn[i] - dt * fn[i]
     db = res.copy()
     try:
         step = np.linalg.solve(S, res)
         if np.all(np.isfinite(step)):
             db = step
-    except Exception:  # noqa: BLE001  (numba: LinAlgError of a singular I − G)
+    except Exception:  # noqa: BLE001  (numba: the LinAlgError of a singular I − G)
         pass
     for i in range(nc):
         b = max(dt * fn[i] + db[i], 0.0)

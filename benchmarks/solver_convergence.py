@@ -1,11 +1,13 @@
 """Why convex solves fail on an env (issue 12/18: CenicAllegro-v0's rejected steps): counts per env step.
 
-    python benchmarks/solver_convergence.py [--steps 200] [--accuracy 1e-3] [--case CenicAllegro-v0:scripted ...]
+    python benchmarks/solver_convergence.py [--steps 200] [--seeds 1] [--accuracy 1e-3] [--case CenicAllegro-v0:scripted ...]
 
 Works on any code tree whose ``cenic_gym`` is on ``PYTHONPATH`` (to compare before/after trees). For each case
 (env id and policy: ``random`` = seeded uniform actions, ``scripted`` = the task's scripted policy, as in
-``step_size_analysis.py``), ``gym.make(id, accuracy=ε)``, ``reset(seed=0)`` (seed k for the k-th restart), then
-``--steps`` env steps. The integrator's solve kernels (``cenic.icf_full_and_half``, ``cenic.icf_step``) are wrapped
+``step_size_analysis.py``), ``gym.make(id, accuracy=ε)``, then for each of ``--seeds`` episodes s = 0, 1, …:
+``reset(seed=s)`` and ``--steps`` env steps (an episode that ends early restarts with seed 1000 + k). The
+trajectories are chaotic (contacts), so a code change that alters any solve visits other states after a few env
+steps; several seeds average that out. The integrator's solve kernels (``cenic.icf_full_and_half``, ``cenic.icf_step``) are wrapped
 so that every failed solve (the step is rejected with error = ∞) is replayed from its inputs in Python and
 classified:
 
@@ -114,30 +116,31 @@ class Recorder:
         cenic.CenicIntegrator._icf = self._icf
 
 
-def run_case(env_id, policy, steps, accuracy):
+def run_case(env_id, policy, steps, accuracy, seeds=1):
     env = gym.make(env_id, accuracy=accuracy)
     it = env.unwrapped.sim.integrator
-    obs, _ = env.reset(seed=0)
     pol = RandomPolicy(env, 0) if policy == "random" else load(SCRIPTED_ALL[env_id])(env)
-    pol.reset()
     rec = Recorder()
     rec.install()
     s0 = it.stats.copy()
-    episode = 0
+    restarts = 0
     try:
-        for _ in range(steps):
-            obs, _, term, trunc, info = env.step(pol(obs))
-            if "sim_failure" in info:
-                raise RuntimeError(f"{env_id} {policy}: {info['sim_failure']}")
-            if term or trunc:
-                episode += 1
-                obs, _ = env.reset(seed=episode)
-                pol.reset()
+        for seed in range(seeds):
+            obs, _ = env.reset(seed=seed)
+            pol.reset()
+            for _ in range(steps):
+                obs, _, term, trunc, info = env.step(pol(obs))
+                if "sim_failure" in info:
+                    raise RuntimeError(f"{env_id} {policy}: {info['sim_failure']}")
+                if term or trunc:
+                    restarts += 1
+                    obs, _ = env.reset(seed=1000 + restarts)
+                    pol.reset()
     finally:
         rec.remove()
     s = it.stats
     env.close()
-    n = float(steps)
+    n = float(steps * seeds)
     d = {k: getattr(s, k) - getattr(s0, k) for k in ("accepted", "rejected", "solves", "solver_failures",
                                                       "newton_iters", "line_search_iters", "friction_solves")}
     per_call = np.array(rec.newton_per_call)
@@ -151,20 +154,22 @@ def run_case(env_id, policy, steps, accuracy):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=1, help="episodes (reset seeds 0 … seeds−1) of --steps each")
     ap.add_argument("--accuracy", type=float, default=1e-3)
     ap.add_argument("--case", action="append", help="EnvId:random|scripted (repeatable)")
     args = ap.parse_args()
-    if args.steps < 1:
-        raise ValueError(f"--steps must be ≥ 1, got {args.steps}")
+    if args.steps < 1 or args.seeds < 1:
+        raise ValueError(f"--steps and --seeds must be ≥ 1, got {args.steps} and {args.seeds}")
     load0 = os.getloadavg()[0]
     t_start = time.perf_counter()
-    print(f"ε = {args.accuracy:g}, {args.steps} env steps per case, cenic_gym from {os.path.dirname(cenic.__file__)}\n")
+    print(f"ε = {args.accuracy:g}, {args.seeds} × {args.steps} env steps per case, cenic_gym from "
+          f"{os.path.dirname(cenic.__file__)}\n")
     print("| case | attempts | rejected | failed solves | of which Newton | of which bounds | solves | "
           "friction re-solves | Newton iters | LS / Newton | Newton per call p50 / p90 / max |")
     print("|---" * 11 + "|")
     for case in args.case or DEFAULT_CASES:
         env_id, policy = case.split(":")
-        r = run_case(env_id, policy, args.steps, args.accuracy)
+        r = run_case(env_id, policy, args.steps, args.accuracy, args.seeds)
         print(f"| {r['case']} | {r['attempts']:.2f} | {r['rejected']:.2f} | {r['failed']:.3f} | "
               f"{r['newton_fail']:.3f} | {r['bounds_fail']:.3f} | {r['solves']:.2f} | {r['resolves']:.2f} | "
               f"{r['newton']:.1f} | {r['ls']:.2f} | {r['p50']:.0f} / {r['p90']:.0f} / {r['pmax']:.0f} |", flush=True)

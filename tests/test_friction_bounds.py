@@ -93,7 +93,8 @@ def test_bound_sensitivities_match_central_differences(disagreeing_states):
     fn = np.maximum(gn, 0.0) / dt
     v, gn = minimiser(fn)
     X, G = np.empty((nc, nv)), np.empty((nc, nc))
-    slv.friction_bound_jacobian(v, A, r, dt, integ.vs, pool._replace(fn0=fn), limits, gains, couplers, X, G)
+    slv.friction_bound_jacobian(v, A, r, dt, integ.vs, pool._replace(fn0=fn), limits, gains, couplers,
+                                np.empty((nv, nv)), True, X, G)
     assert np.abs(G).max() > 1e-3, "the contacts should be coupled through the cube"
     checked = 0
     for j in range(nc):

@@ -50,6 +50,7 @@ def child(case, steps):
 
     import cenic_gym  # noqa: F401  (registers the envs)
     import env_throughput as et
+    from step_size_analysis import SCRIPTED_ALL  # env_throughput's scripted policies + Allegro's ScriptedRotator
 
     env_id, eps, policy = parse_case(case)
     env = gym.make(env_id, accuracy=eps)
@@ -57,7 +58,7 @@ def child(case, steps):
     env.action_space.seed(0)
     for _ in range(10):
         env.step(env.action_space.sample())
-    make = (lambda e: et.RandomPolicy(e, 0)) if policy == "random" else et.load(et.SCRIPTED[env_id])
+    make = (lambda e: et.RandomPolicy(e, 0)) if policy == "random" else et.load(SCRIPTED_ALL[env_id])
     last = {}
 
     class Recorder:  # keeps the last observation the policy saw

@@ -146,6 +146,27 @@ def contact_impulse(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out):
         out[a] = -out[a]
 
 
+@njit(cache=True)
+def friction_bound_sensitivity(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out):
+    """How one contact's cost gradient moves with its friction bound b = δt f_n0 [N s] (the constant of ℓ_t = μ b ‖v_t‖_s,
+    :func:`cenic_gym.solver.solve_coulomb`), at relative velocity vc (3,), world frame.
+
+    Writes ∂(∇ℓ_c)/∂b (3,) (dimensionless: ∇ℓ_c is an impulse) into ``out``:
+    ∂/∂b (μ b v_t / s_ε) = μ v_t / s_ε − μ b v_t ε ε'(b) / s_ε³, with s_ε = √(‖v_t‖² + ε²) and the regularized
+    Lagged ε = max(v_s, σ w μ b) (ε' = σ w μ where that branch is active, else 0; ICF eq. 26).
+    Returns ℓ_n''(v_n) = −∂γ_n/∂v_n [kg], the normal law's curvature (0 where the contact is open)."""
+    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
+    vn = vc[0] * nh[0] + vc[1] * nh[1] + vc[2] * nh[2]
+    vt0, vt1, vt2 = vc[0] - vn * nh[0], vc[1] - vn * nh[1], vc[2] - vn * nh[2]
+    s_eps = math.sqrt(vt0 * vt0 + vt1 * vt1 + vt2 * vt2 + eps * eps)
+    c = mu / s_eps
+    if REGULARIZATION_SIGMA * w * mu * gn0 > vs:
+        c -= mu * gn0 * eps * REGULARIZATION_SIGMA * w * mu / (s_eps * s_eps * s_eps)
+    out[0], out[1], out[2] = c * vt0, c * vt1, c * vt2
+    _, _, hess = normal_cost(vn, dt, phi0, k, d, vhat)
+    return hess
+
+
 ContactPool = namedtuple("ContactPool", ["Jc", "cols", "ncols", "normal", "phi0", "k", "d", "mu", "fn0", "w", "n"])
 ContactPool.__doc__ = """The contact pool: ``n`` contacts (arrays may be longer; entries past n are ignored). Jc (≥n, 3, m)
 compact relative-velocity Jacobians over the columns ``cols[i, :ncols[i]]``; normal (≥n, 3) n̂ from A to B (world);

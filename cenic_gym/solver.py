@@ -16,7 +16,9 @@ What changes: the normal impulse in the Lagged friction bound, physics-notes §2
 ``ℓ_t = μ γ_n0 ‖v_t‖_s`` with ``γ_n0 = δt f_n(x^n)``. Under error control (CENIC steps; fixed steps keep the paper's
 Lagged model) γ_n0 becomes, per contact, a constant b_i that agrees with the step's own normal impulse
 ``γ_n,i = n(v_n,i^{n+1})`` (ICF eq. 7): the lagged solve runs first and is kept when its normal impulses agree with
-its bounds; otherwise b ← γ_n(v*(b)) is iterated (Anderson(1)), each iterate a full solve warm-started from the last.
+its bounds; otherwise b = γ_n(v*(b)) is solved by Newton's method on the bounds (:func:`coulomb_newton_bounds`: the
+Jacobian ∂γ_n/∂b from the implicit function theorem at the minimiser), each iterate a full solve warm-started from
+the first-order prediction of the last.
 Agreement: friction beyond the cone ‖γ_t‖ − μγ_n and the friction change μ f(s)|γ_n − b|/(1 + w G_t) within
 rtol = √ε_acc relative and ε_acc [m/s] absolute (contact-point velocity, via the Delassus estimate w); no agreement
 after :data:`MAX_FRICTION_SOLVES` solves rejects the step (counted as a solver failure), which then shrinks.
@@ -68,7 +70,8 @@ import numpy as np
 from numba import njit
 
 from .icf import (ContactPool, contact_pool_cost, contact_pool_line, contact_step_params, coupler_pool_cost,
-                  coupler_pool_line, gain_pool_cost, gain_pool_line, limit_pool_cost, limit_pool_line, normal_cost)
+                  coupler_pool_line, friction_bound_sensitivity, gain_pool_cost, gain_pool_line, limit_pool_cost,
+                  limit_pool_line, normal_cost)
 
 MAX_NEWTON_ITERATIONS = 100
 LS_TOLERANCE = 1.0e-8
@@ -351,6 +354,87 @@ def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
     return worst
 
 
+@njit(cache=True)
+def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, L, fresh, X, G):
+    """Sensitivities of the minimiser v* of ℓ(·; b) and of its normal impulses to the friction bounds
+    b_j = δt fn_j [N s] (``contacts.fn0`` = fn) at ``v`` = v*(b), by the implicit function theorem on
+    ∇ℓ(v*(b); b) = 0:
+
+    X (n_c, n_v): row j = −∂v*/∂b_j = H⁻¹ J_jᵀ ∂(∇ℓ_c,j)/∂b_j (:func:`~cenic_gym.icf.friction_bound_sensitivity`,
+    H = ∇²ℓ(v), n_c triangular solves with its Cholesky factor L);
+    G (n_c, n_c): G_ij = ∂γ_n,i/∂b_j = ℓ_n,i'' n̂_iᵀ J_i X_j (∂γ_n,i/∂v = −ℓ_n,i'' n̂_iᵀ J_i): friction at one contact
+    moves the bodies and through them every stiff normal.
+
+    fresh: factor H at v into L first; else L is used as it is — :func:`solve_coulomb` passes the factor of the
+    solve's last Newton iteration, one iterate before v (on 3 500 Allegro problems the Newton iteration on the
+    bounds then took the same solves as with the exact factor: 4 776 vs 4 775, 2 951 vs 2 953). Pools as in
+    :func:`solve`."""
+    Jc, cols, ncols, normal, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.n
+    nv = v.shape[0]
+    if fresh:
+        grad = np.empty(nv)
+        H = np.empty((nv, nv))
+        cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
+        L[:, :] = np.linalg.cholesky(H)
+    vc = np.empty((nc, 3))
+    constraint_velocities(v, Jc, cols, ncols, nc, vc)
+    sens = np.empty(3)
+    curv = np.empty(nc)
+    t = np.empty(nv)
+    for i in range(nc):
+        curv[i] = friction_bound_sensitivity(vc[i], normal[i], dt, contacts.phi0[i], contacts.k[i], contacts.d[i],
+                                             contacts.mu[i], contacts.fn0[i], contacts.w[i], vs, sens)
+        t[:] = 0.0
+        for j in range(ncols[i]):
+            t[cols[i, j]] += Jc[i, 0, j] * sens[0] + Jc[i, 1, j] * sens[1] + Jc[i, 2, j] * sens[2]
+        X[i] = _cholesky_solve(L, t)
+    for i in range(nc):
+        for j in range(nc):
+            G[i, j] = 0.0
+        if curv[i] == 0.0:
+            continue
+        for jj in range(ncols[i]):
+            nj = curv[i] * (normal[i, 0] * Jc[i, 0, jj] + normal[i, 1] * Jc[i, 1, jj] + normal[i, 2] * Jc[i, 2, jj])
+            col = cols[i, jj]
+            for j in range(nc):
+                G[i, j] += nj * X[j, col]
+
+
+@njit(cache=True)
+def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn, L, fresh):
+    """One (quasi-)Newton step on the friction bounds of :func:`solve_coulomb`: b − γ_n(v*(b)) = 0, per contact
+    b_i = δt fn_i [N s] (``contacts.fn0``, overwritten with the new bounds / δt) and γ_n,i the normal impulse of the
+    solution ``v`` of the problem with bounds b (``gn``, from :func:`friction_bound_mismatch`).
+
+    With G = ∂γ_n/∂b and X = −∂v*/∂b of :func:`friction_bound_jacobian` (L, fresh: its Hessian factor), the step
+    solves (I − G) Δb = γ_n − b, clips the new bounds at 0 and moves ``v`` to the first-order prediction v − Xᵀ Δb
+    (the next solve's warm start).
+    A singular I − G (not seen in practice) falls back to Δb = γ_n − b, plain substitution. Pools as in
+    :func:`solve`."""
+    nc, fn = contacts.n, contacts.fn0
+    nv = v.shape[0]
+    X = np.empty((nc, nv))
+    G = np.empty((nc, nc))
+    friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, L, fresh, X, G)
+    S = np.eye(nc) - G
+    res = np.empty(nc)
+    for i in range(nc):
+        res[i] = gn[i] - dt * fn[i]
+    db = res.copy()
+    try:
+        step = np.linalg.solve(S, res)
+        if np.all(np.isfinite(step)):
+            db = step
+    except Exception:  # noqa: BLE001  (numba: the LinAlgError of a singular I − G)
+        pass
+    for i in range(nc):
+        b = max(dt * fn[i] + db[i], 0.0)
+        delta = b - dt * fn[i]
+        fn[i] = b / dt
+        for a in range(nv):
+            v[a] -= X[i, a] * delta
+
+
 @njit(cache=True, inline="always")
 def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, stats,
                   friction_tol, fn_used):
@@ -363,9 +447,13 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     disagree with its bounds by more than the tolerance of :func:`friction_bound_mismatch` (``friction_tol`` =
     (rtol, atol); the integrator passes rtol = κ_f √ε_acc with κ_f = :data:`FRICTION_KAPPA` and atol = ε_acc [m/s],
     :func:`coulomb_tolerance`), the
-    problem is solved again, warm-started, with new bounds b_i in place of γ_n0 — a fixed-point iteration
-    b ← γ_n(v*(b)) with Anderson(1) acceleration (normal impulses depend on friction through the bodies' rotation,
-    e.g. a box landing on a corner while sliding; plain substitution contracts only by about 1/3 per solve there).
+    problem is solved again, warm-started, with new bounds b_i in place of γ_n0 — Newton's method on
+    b − γ_n(v*(b)) = 0 (:func:`coulomb_newton_bounds`). Normal impulses depend on friction through the bodies'
+    motion (a box landing on a corner while sliding; a cube held by four fingertips, where friction at one tip
+    loads the others' stiff normals), so the map b ↦ γ_n(v*(b)) couples the contacts and need not contract: on the
+    Allegro cube the former fixed-point iteration (Anderson(1) with one scalar weight) ended without agreement in
+    114 of 2057 iterations (1 in 18, each a rejected step), Newton in 11, with 28 % fewer solves
+    (``benchmarks/solver_convergence.py``, RESULTS.md "Convex solves on CenicAllegro-v0").
     Every solve is the same strictly convex problem with other constants (ℓ_t = μ b ‖v_t‖_s with b frozen). The
     iteration stops when bounds and normal impulses agree; after :data:`MAX_FRICTION_SOLVES` solves without
     agreement stats[CONVERGED] is set to 0, so that the step is rejected and retried smaller.
@@ -373,7 +461,7 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     rtol ≤ 0: the plain Lagged solve. fn_used (≥ nc): the normal forces b/δt [N] of the bounds of the returned
     solution (may alias the pool's f_n0 array: written after the last solve). stats accumulate over the solves.
     Returns the number of solves beyond the first."""
-    nc, cmu, cw, cfn0 = contacts.n, contacts.mu, contacts.w, contacts.fn0
+    nc, cfn0 = contacts.n, contacts.fn0
     solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, stats)
     rtol, atol = friction_tol[0], friction_tol[1]
     if rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
@@ -386,34 +474,19 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
             fn_used[i] = cfn0[i]
         return 0
     fn = cfn0.copy()
-    g_prev = np.zeros(nc)
-    r_prev = np.zeros(nc)
+    with_bounds = ContactPool(contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.phi0, contacts.k,
+                              contacts.d, contacts.mu, fn, contacts.w, nc)
+    factored = stats[FACTORIZATIONS] > 0  # L holds the last solve's last Hessian factor
     extra = 0
     while True:
         if extra + 1 >= MAX_FRICTION_SOLVES:
             stats[CONVERGED] = 0
             break
-        # next bounds: Anderson(1) on the residual ρ = γ_n − b (weights (μ w)²: velocity units), clipped at 0
-        theta = 0.0
-        if extra > 0:
-            num = 0.0
-            den = 0.0
-            for i in range(nc):
-                wi = (cmu[i] * cw[i]) ** 2
-                dr = gn[i] - dt * fn[i] - r_prev[i]
-                num += wi * dr * (gn[i] - dt * fn[i])
-                den += wi * dr * dr
-            if den > 0.0:
-                theta = num / den
-        for i in range(nc):
-            b = gn[i] - theta * (gn[i] - g_prev[i])
-            g_prev[i] = gn[i]
-            r_prev[i] = gn[i] - dt * fn[i]
-            fn[i] = max(b, 0.0) / dt
-        n0, l0, f0 = stats[NEWTON_ITERS], stats[LS_ITERS], stats[FACTORIZATIONS]
-        with_bounds = ContactPool(contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.phi0,
-                                  contacts.k, contacts.d, contacts.mu, fn, contacts.w, nc)
+        # next bounds (fn, in place) and the warm start (v, in place) from a Newton step on b − γ_n(v*(b)) = 0
+        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits, gains, couplers, gn, L, not factored)
+        n0, l0, f0 = stats[NEWTON_ITERS], stats[LS_ITERS], stats[FACTORIZATIONS] + (0 if factored else 1)
         solve(v, A, r, dscale, dt, vs, with_bounds, limits, gains, couplers, tol, reuse_hessian, L, stats)
+        factored = stats[FACTORIZATIONS] > 0
         stats[NEWTON_ITERS] += n0
         stats[LS_ITERS] += l0
         stats[FACTORIZATIONS] += f0

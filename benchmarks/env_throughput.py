@@ -41,6 +41,7 @@ import gymnasium as gym  # noqa: E402
 
 import cenic_gym  # noqa: E402,F401  (registers the envs)
 from bench_common import provenance, replace_marked_section, warm_up  # noqa: E402
+from cenic_gym.envs import SCRIPTED_POLICIES  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
@@ -48,9 +49,9 @@ HEADING = "## Env throughput (single process, one thread)"
 COMMAND = "python benchmarks/env_throughput.py"
 MODES = [("ε = 1e-2", dict(accuracy=1e-2)), ("ε = 1e-3", dict(accuracy=1e-3)), ("ε = 1e-4", dict(accuracy=1e-4)),
          ("fixed 0.01", dict(fixed_step=0.01))]
-SCRIPTED = {"CenicFranka-v0": "cenic_gym.envs.franka_box:ScriptedExpert",
-            "CenicSuction-v0": "cenic_gym.envs.suction_pick:ScriptedPicker",
-            "CenicQuadruped-v0": "cenic_gym.envs.quadruped:TrotGait"}  # id -> policy class (env) -> callable
+# id -> "module:Class" of the scripted policies timed here: the package's map without the Allegro rotator (its
+# throughput row is random actions; step_size_analysis / ab_throughput use the full map)
+SCRIPTED = {k: v for k, v in SCRIPTED_POLICIES.items() if k != "CenicAllegro-v0"}
 TARGET_MODE = "ε = 1e-3"  # issue 18: every env at >= 20x real time per core at ε = 1e-3
 TARGETS = {"CenicFranka-v0": 400.0, "CenicAllegro-v0": 400.0, "CenicSuction-v0": 400.0,
            "CenicQuadruped-v0": 1000.0}  # env steps/s (20 Hz envs: 400; the 50 Hz quadruped: 1000)

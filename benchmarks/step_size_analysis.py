@@ -3,7 +3,7 @@
     python benchmarks/step_size_analysis.py [--steps 300] [--accuracy 1e-3] [--case CenicQuadruped-v0:random ...]
 
 For each case (env id and policy: ``random`` = seeded uniform actions, ``scripted`` = the task's scripted policy of
-``env_throughput.SCRIPTED`` or ``ScriptedRotator`` for Allegro), ``gym.make(id, accuracy=ε)``, ``reset(seed=0)``,
+``cenic_gym.envs.SCRIPTED_POLICIES``), ``gym.make(id, accuracy=ε)``, ``reset(seed=0)``,
 then ``--steps`` env steps with the integrator recording its ``history`` (t, δt, accepted, error per attempt).
 The integrator's nominal step size at the start of every control period is read before ``env.step`` (with the
 period-start predictor :func:`cenic_gym.cenic.period_start_step` applied where the tree has it); from it the
@@ -40,9 +40,10 @@ import numpy as np  # noqa: E402
 
 import cenic_gym  # noqa: E402,F401  (registers the envs)
 from cenic_gym import cenic  # noqa: E402
-from env_throughput import SCRIPTED, RandomPolicy, load  # noqa: E402
+from env_throughput import RandomPolicy, load  # noqa: E402
+from cenic_gym.envs import SCRIPTED_POLICIES  # noqa: E402
 
-SCRIPTED_ALL = {**SCRIPTED, "CenicAllegro-v0": "cenic_gym.envs.allegro_cube:ScriptedRotator"}
+SCRIPTED_ALL = SCRIPTED_POLICIES  # every task's scripted policy (env_throughput.SCRIPTED lacks the Allegro's)
 DEFAULT_CASES = ["CenicQuadruped-v0:random", "CenicQuadruped-v0:scripted", "CenicAllegro-v0:random",
                  "CenicAllegro-v0:scripted", "CenicFranka-v0:random", "CenicFranka-v0:scripted",
                  "CenicSuction-v0:random", "CenicSuction-v0:scripted"]

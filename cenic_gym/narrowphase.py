@@ -1005,9 +1005,12 @@ _CAP_COS = 0.7071067811865476  # |cos| (axis vs face normal) from which the cap,
 
 @njit(cache=True)
 def _cyl_extent(L, a, r, hl):
-    """Half width [m] of a centred cylinder (axis a, radius r, half length hl) along the unit direction L."""
-    c = _dot(a, L)
-    return r * np.sqrt(max(0.0, 1.0 - c * c)) + hl * abs(c)
+    """Half width [m] of a centred cylinder (axis a, radius r, half length hl) along the unit direction L (the
+    sine as |a x L|: sqrt(1 - c^2) loses half the digits near the axis)."""
+    s0 = a[1] * L[2] - a[2] * L[1]
+    s1 = a[2] * L[0] - a[0] * L[2]
+    s2 = a[0] * L[1] - a[1] * L[0]
+    return r * np.sqrt(s0 * s0 + s1 * s1 + s2 * s2) + hl * abs(_dot(a, L))
 
 
 @njit(cache=True)
@@ -1132,7 +1135,7 @@ def _box_cyl_distance(H, q, a, r, hl, x, y):
     kb = 0
     gb = -np.inf
     for k in range(3):
-        g = abs(q[k]) - H[k] - r * np.sqrt(max(0.0, 1.0 - a[k] * a[k])) - hl * abs(a[k])
+        g = abs(q[k]) - H[k] - r * np.sqrt(a[(k + 1) % 3] ** 2 + a[(k + 2) % 3] ** 2) - hl * abs(a[k])
         if g > gb:
             gb = g
             kb = k
@@ -1175,25 +1178,6 @@ def _box_cyl_distance(H, q, a, r, hl, x, y):
 
 
 @njit(cache=True)
-def _cyl_support(w, q, a, r, hl, y):
-    """Write into y a support point of the cylinder along the unit direction w (its farthest point along w;
-    a cap or side line ties towards the box centre, the origin)."""
-    c = _dot(a, w)
-    zc = _sign(c) * hl if abs(c) > 1e-12 else _clamp(-_dot(q, a), -hl, hl)
-    wp = w - c * a
-    ln = _norm(wp)
-    if ln > 1e-12:
-        for i in range(3):
-            y[i] = q[i] + zc * a[i] + r * wp[i] / ln
-        return
-    t = -q - _dot(-q, a) * a
-    lt = _norm(t)
-    sc = r / lt if lt > r else 1.0
-    for i in range(3):
-        y[i] = q[i] + zc * a[i] + sc * t[i]
-
-
-@njit(cache=True)
 def _box_cyl_depth(H, q, a, r, hl, L, g):
     """Refine a penetration axis L (gap g < 0 along it, oriented box -> cylinder): translate the cylinder apart
     along L until it is _REFINE_GAP clear, take the normal of the then exact distance as the next axis. The
@@ -1211,13 +1195,45 @@ def _box_cyl_depth(H, q, a, r, hl, L, g):
         d = _box_cyl_distance(H, qs, a, r, hl, x, y)
         if d <= _TINY:
             break
+        dn = _dist(y, x)
         for i in range(3):
-            n[i] = (y[i] - x[i]) / d
+            n[i] = (y[i] - x[i]) / dn
         gn = _box_cyl_gap(H, q, a, r, hl, n)
         if gn <= g + 1e-14:
             break
         g = gn
         L[:] = n
+    return g, L
+
+
+@njit(cache=True)
+def _polish_axis(H, q, a, r, hl, L, g):
+    """Pattern search for a larger projection gap around the unit axis L (gap g): steps of angle h along eight
+    tangent directions, halved when none gains, from 1e-2 down to 1e-12 rad. The gap is concave but not smooth
+    (box edges, the cylinder's rims), where the translate-apart iteration slows; this finishes its last digits.
+    Returns (gap, axis)."""
+    t1 = _any_perp(L)
+    t2 = _cross(L, t1)
+    M = np.empty(3)
+    h = 1e-2
+    while h > 1e-12:
+        moved = False
+        for k in range(8):
+            c = np.cos(0.25 * np.pi * k)
+            sn = np.sin(0.25 * np.pi * k)
+            for i in range(3):
+                M[i] = L[i] + h * (c * t1[i] + sn * t2[i])
+            M /= _norm(M)
+            gm = _box_cyl_gap(H, q, a, r, hl, M)
+            if gm > g:
+                g = gm
+                L = M.copy()
+                t1 = _any_perp(L)
+                t2 = _cross(L, t1)
+                moved = True
+                break
+        if not moved:
+            h *= 0.5
     return g, L
 
 
@@ -1228,7 +1244,7 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
     Signed distance and normal: projection gaps on the candidate axes (box faces, cylinder axis, box edge x
     axis, the radial directions of the box vertices) bound the distance from below and reject far pairs;
     disjoint shapes get the exact distance by features (`_box_cyl_distance`), penetrating ones the minimum
-    translation (`_box_cyl_depth`, from the best candidate). Manifold: a normal along a box face normal clips
+    translation (`_box_cyl_depth` from every candidate: the overlap has local minima over the directions). Manifold: a normal along a box face normal clips
     the cylinder's feature facing that face against it -- the cap (a regular octagon of rim points) when the
     axis is within 45 deg of the normal, else the side line (two points) -- each point with its own depth; any
     other normal gives the single deepest contact, which every manifold contains.
@@ -1241,6 +1257,8 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
 
     best_g = -np.inf
     bL = np.zeros(3)
+    cand_L = np.zeros((15, 3))  # candidate axes, oriented box -> cylinder
+    cand_ok = np.zeros(15, dtype=np.bool_)
     L = np.empty(3)
     for cand in range(15):
         if cand < 3:
@@ -1267,6 +1285,8 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
         g = _box_cyl_gap(H, q, a, r, hl, L)
         if g >= margin:
             return 0
+        cand_L[cand] = L
+        cand_ok[cand] = True
         if g > best_g:
             best_g = g
             bL[:] = L
@@ -1278,23 +1298,35 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
     separated = best_g > 0.0
     if not separated and d > _TINY:
         # disjoint iff the witnesses' direction separates (containment or overlap give a negative gap there)
+        dn = _dist(y, x)
         for i in range(3):
-            n_loc[i] = (y[i] - x[i]) / d
+            n_loc[i] = (y[i] - x[i]) / dn
         separated = _box_cyl_gap(H, q, a, r, hl, n_loc) >= d - 1e-9
     if separated:
         if d >= margin:
             return 0
         phi0 = d
         if d > _TINY:
+            dn = _dist(y, x)
             for i in range(3):
-                n_loc[i] = (y[i] - x[i]) / d
+                n_loc[i] = (y[i] - x[i]) / dn
         else:
             n_loc[:] = bL
         pt = 0.5 * (x + y)
     else:
-        phi0, n_loc = _box_cyl_depth(H, q, a, r, hl, bL, best_g)
-        _cyl_support(-n_loc, q, a, r, hl, y)
-        pt = y - 0.5 * phi0 * n_loc
+        # the overlap has local minima over the directions: refine from every candidate, keep the shallowest
+        phi0 = -np.inf
+        for cand in range(15):
+            if cand_ok[cand]:
+                g, Lr = _box_cyl_depth(H, q, a, r, hl, cand_L[cand], _box_cyl_gap(H, q, a, r, hl, cand_L[cand]))
+                if g > phi0:
+                    phi0 = g
+                    n_loc = Lr
+        phi0, n_loc = _polish_axis(H, q, a, r, hl, n_loc, phi0)
+        # witnesses: the closest points once the cylinder is translated apart along the normal until (just) clear
+        shift = 1e-9 - phi0
+        d = _box_cyl_distance(H, q + shift * n_loc, a, r, hl, x, y)
+        pt = 0.5 * (x + y - shift * n_loc)
     n_w = _rot(R_a, n_loc)
     point0 = _to_world(R_a, p_a, pt)
 

@@ -1000,8 +1000,8 @@ def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_p
 _GOLDEN_ITERS = 64  # golden-section steps along a box edge: bracket shrinks by 0.618^64 ~ 4e-14
 _REFINE_ITERS = 24  # translate-apart refinements of a penetration direction
 _REFINE_GAP = 1e-5  # m; separation left after a translate-apart step
-_CAP_SIDES = 4  # the cap face is clipped as a square of rim points: on a face it covers, the four points of
-# _halfspace_cylinder (a cap on a big box face meets the same contacts as on the table)
+_CAP_SIDES = 8  # the cap face is clipped as a regular octagon of rim points (coal's patch of a cap has eight too:
+# the same stiffness of a cap pressed on a face as the coal fallback gave; four halve it)
 _CAP_COS = 0.7071067811865476  # |cos| (axis vs face normal) from which the cap, not the side, meets a face
 
 
@@ -1247,7 +1247,7 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
     axis, the radial directions of the box vertices) bound the distance from below and reject far pairs;
     disjoint shapes get the exact distance by features (`_box_cyl_distance`), penetrating ones the minimum
     translation (`_box_cyl_depth` from every candidate: the overlap has local minima over the directions). Manifold: a normal along a box face normal clips
-    the cylinder's feature facing that face against it -- the cap (a square of rim points) when the
+    the cylinder's feature facing that face against it -- the cap (a regular octagon of rim points) when the
     axis is within 45 deg of the normal, else the side line (two points) -- each point with its own depth; any
     other normal gives the single deepest contact, which every manifold contains.
     """
@@ -1368,7 +1368,8 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
                 continue
             m = _clip_polygon(poly, m, ax, 1.0, H[ax], tmp)
             m = _clip_polygon(tmp, m, ax, -1.0, H[ax], poly)
-        for e in range(m):  # m <= 2 * _CAP_SIDES <= MAX_PAIR_CONTACTS
+        for ii in range(min(m, MAX_PAIR_CONTACTS)):
+            e = ii if m <= MAX_PAIR_CONTACTS else (ii * m) // MAX_PAIR_CONTACTS  # evenly spread when clipped to more
             phi = sg * poly[e, kf] - H[kf]
             if phi < margin:
                 pw = _to_world(R_a, p_a, poly[e])

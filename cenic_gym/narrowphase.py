@@ -865,6 +865,24 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
 
 
 @njit(cache=True)
+def _face_slab_range(c, u, lo, hi, H, kf):
+    """The part [lo', hi'] of [lo, hi] where the line c + t u (box frame) lies over box face kf, i.e. within the
+    slabs |x_j| <= H_j, j != kf; empty (lo' > hi') where it misses them."""
+    for j in range(3):
+        if j == kf:
+            continue
+        if abs(u[j]) < _TINY:
+            if abs(c[j]) > H[j]:
+                return 1.0, -1.0
+        else:
+            t1 = (-H[j] - c[j]) / u[j]
+            t2 = (H[j] - c[j]) / u[j]
+            lo = max(lo, min(t1, t2))
+            hi = min(hi, max(t1, t2))
+    return lo, hi
+
+
+@njit(cache=True)
 def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Box A vs capsule B (segment vs box, then inflate by the radius).
 
@@ -954,20 +972,7 @@ def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_p
     sg = _sign(n_loc[kf])
     nf = _unit(kf) * sg
     nf_w = _rot(R_a, nf)
-    lo = -hs
-    hi = hs
-    for j in range(3):
-        if j == kf:
-            continue
-        if abs(u[j]) < _TINY:
-            if abs(q[j]) > H[j]:
-                lo = 1.0
-                hi = -1.0
-        else:
-            t1 = (-H[j] - q[j]) / u[j]
-            t2 = (H[j] - q[j]) / u[j]
-            lo = max(lo, min(t1, t2))
-            hi = min(hi, max(t1, t2))
+    lo, hi = _face_slab_range(q, u, -hs, hs, H, kf)
     cnt = 0
     min_phi = np.inf
     if hi >= lo:
@@ -1094,16 +1099,7 @@ def _cyl_face_support(H, q, a, r, hl, k, s, y):
     if abs(c) > 1e-12:
         zc = _sign(c) * hl
     else:  # a side line parallel to the face: the part of it over the face rectangle, if any
-        lo = -hl
-        hi = hl
-        for j in range(3):
-            if j == k:
-                continue
-            if abs(a[j]) > _TINY:
-                t1 = (-H[j] - q[j]) / a[j]
-                t2 = (H[j] - q[j]) / a[j]
-                lo = max(lo, min(t1, t2))
-                hi = min(hi, max(t1, t2))
+        lo, hi = _face_slab_range(q, a, -hl, hl, H, k)
         zc = 0.5 * (lo + hi) if hi >= lo else 0.0
     wperp = np.empty(3)
     for i in range(3):
@@ -1381,20 +1377,7 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
         wr = ca * a - nf
         wr /= _norm(wr)
         base = q + r * wr
-        lo = -hl
-        hi = hl
-        for j in range(3):
-            if j == kf:
-                continue
-            if abs(a[j]) < _TINY:
-                if abs(base[j]) > H[j]:
-                    lo = 1.0
-                    hi = -1.0
-            else:
-                t1 = (-H[j] - base[j]) / a[j]
-                t2 = (H[j] - base[j]) / a[j]
-                lo = max(lo, min(t1, t2))
-                hi = min(hi, max(t1, t2))
+        lo, hi = _face_slab_range(base, a, -hl, hl, H, kf)
         if hi >= lo:
             npts = 2 if hi - lo > 1e-9 else 1
             for ii in range(npts):

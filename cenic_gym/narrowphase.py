@@ -3,10 +3,11 @@
 Two paths:
 
 * ``collide_primitives`` -- numba kernels for the analytic primitive pairs
-  (half-space, sphere, box, capsule, cylinder vs half-space).  Allocation-free
-  apart from a few tiny fixed-size local arrays.
+  (half-space, sphere, box, capsule; cylinder vs half-space and box).
+  Allocation-free apart from a few tiny fixed-size local arrays.
 * ``coal_contacts`` -- plain-Python fallback through coal (GJK/EPA + contact
-  patches) for every other pair (cylinders vs non-half-spaces, convex meshes).
+  patches) for every other pair (cylinders vs spheres, capsules and cylinders;
+  convex meshes).
 
 Conventions (all quantities in world frame, SI units):
 
@@ -28,7 +29,7 @@ import math
 import numpy as np
 from numba import njit
 
-import coal  # convex meshes and cylinder pairs (the fallback path)
+import coal  # convex meshes and the remaining cylinder pairs (the fallback path)
 
 
 def _settle_coal_state():
@@ -864,6 +865,24 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
 
 
 @njit(cache=True)
+def _face_slab_range(c, u, lo, hi, H, kf):
+    """The part [lo', hi'] of [lo, hi] where the line c + t u (box frame) lies over box face kf, i.e. within the
+    slabs |x_j| <= H_j, j != kf; empty (lo' > hi') where it misses them."""
+    for j in range(3):
+        if j == kf:
+            continue
+        if abs(u[j]) < _TINY:
+            if abs(c[j]) > H[j]:
+                return 1.0, -1.0
+        else:
+            t1 = (-H[j] - c[j]) / u[j]
+            t2 = (H[j] - c[j]) / u[j]
+            lo = max(lo, min(t1, t2))
+            hi = min(hi, max(t1, t2))
+    return lo, hi
+
+
+@njit(cache=True)
 def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Box A vs capsule B (segment vs box, then inflate by the radius).
 
@@ -953,20 +972,7 @@ def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_p
     sg = _sign(n_loc[kf])
     nf = _unit(kf) * sg
     nf_w = _rot(R_a, nf)
-    lo = -hs
-    hi = hs
-    for j in range(3):
-        if j == kf:
-            continue
-        if abs(u[j]) < _TINY:
-            if abs(q[j]) > H[j]:
-                lo = 1.0
-                hi = -1.0
-        else:
-            t1 = (-H[j] - q[j]) / u[j]
-            t2 = (H[j] - q[j]) / u[j]
-            lo = max(lo, min(t1, t2))
-            hi = min(hi, max(t1, t2))
+    lo, hi = _face_slab_range(q, u, -hs, hs, H, kf)
     cnt = 0
     min_phi = np.inf
     if hi >= lo:
@@ -982,6 +988,407 @@ def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_p
                 _emit(out_p, out_n, out_phi, k0 + cnt, pw, nf_w, phi)
                 cnt += 1
                 min_phi = min(min_phi, phi)
+    if cnt == 0 or min_phi > phi0 + _DEPTH_TOL:
+        cnt = _emit_guard(out_p, out_n, out_phi, k0, cnt, point0, n_w, phi0)
+    return cnt
+
+
+# ---------------------------------------------------------------------------
+# box vs cylinder.  Everything in the box frame: the box is axis-aligned at the
+# origin with half extents H; the cylinder has centre q, unit axis a, radius r
+# and half length hl.  The signed distance is max over unit directions L of the
+# projection gap (its exact value for both separated and penetrating convex
+# shapes): separated shapes get the exact distance by features, penetrating ones
+# the best of the candidate axes, refined by translating apart along the axis.
+# ---------------------------------------------------------------------------
+
+_GOLDEN_ITERS = 64  # golden-section steps along a box edge: bracket shrinks by 0.618^64 ~ 4e-14
+_REFINE_ITERS = 24  # translate-apart refinements of a penetration direction
+_REFINE_GAP = 1e-5  # m; separation left after a translate-apart step
+_CAP_SIDES = 8  # the cap face is clipped as a regular octagon of rim points (coal's patch of a cap has eight too:
+# the same stiffness of a cap pressed on a face as the coal fallback gave; four halve it)
+_CAP_COS = 0.7071067811865476  # |cos| (axis vs face normal) from which the cap, not the side, meets a face
+
+
+@njit(cache=True)
+def _cyl_extent(L, a, r, hl):
+    """Half width [m] of a centred cylinder (axis a, radius r, half length hl) along the unit direction L (the
+    sine as |a x L|: sqrt(1 - c^2) loses half the digits near the axis)."""
+    s0 = a[1] * L[2] - a[2] * L[1]
+    s1 = a[2] * L[0] - a[0] * L[2]
+    s2 = a[0] * L[1] - a[1] * L[0]
+    return r * np.sqrt(s0 * s0 + s1 * s1 + s2 * s2) + hl * abs(_dot(a, L))
+
+
+@njit(cache=True)
+def _box_cyl_gap(H, q, a, r, hl, L):
+    """Gap [m] between the projections of the box and the cylinder on the unit axis L (oriented box -> cylinder):
+    at most their distance, and their signed distance is its maximum over L."""
+    return _dot(q, L) - (H[0] * abs(L[0]) + H[1] * abs(L[1]) + H[2] * abs(L[2])) - _cyl_extent(L, a, r, hl)
+
+
+@njit(cache=True)
+def _cyl_point_distance(x0, x1, x2, q, a, r, hl):
+    """Distance [m] from the point (x0, x1, x2) to the solid cylinder (0 inside)."""
+    v0 = x0 - q[0]
+    v1 = x1 - q[1]
+    v2 = x2 - q[2]
+    z = v0 * a[0] + v1 * a[1] + v2 * a[2]
+    w0 = v0 - z * a[0]
+    w1 = v1 - z * a[1]
+    w2 = v2 - z * a[2]
+    dr = max(0.0, np.sqrt(w0 * w0 + w1 * w1 + w2 * w2) - r)
+    dz = max(0.0, abs(z) - hl)
+    return np.sqrt(dr * dr + dz * dz)
+
+
+@njit(cache=True)
+def _cyl_closest(x, q, a, r, hl, y):
+    """Write into y the point of the solid cylinder nearest to x (x itself when inside)."""
+    v = x - q
+    z = _dot(v, a)
+    zc = _clamp(z, -hl, hl)
+    rho = 0.0
+    for i in range(3):
+        rho += (v[i] - z * a[i]) ** 2
+    rho = np.sqrt(rho)
+    s = r / rho if rho > r else 1.0
+    for i in range(3):
+        y[i] = q[i] + zc * a[i] + s * (v[i] - z * a[i])
+
+
+@njit(cache=True)
+def _edge_cyl_distance(c, k, h, q, a, r, hl):
+    """Distance [m] from the box edge c + t e_k (|t| <= h) to the cylinder and the minimizing t. The distance
+    to a convex set is convex along a segment, so a golden-section search finds its minimum."""
+    g = 0.6180339887498949
+    lo = -h
+    hi = h
+    t1 = hi - g * (hi - lo)
+    t2 = lo + g * (hi - lo)
+    p = c.copy()
+    p[k] = c[k] + t1
+    f1 = _cyl_point_distance(p[0], p[1], p[2], q, a, r, hl)
+    p[k] = c[k] + t2
+    f2 = _cyl_point_distance(p[0], p[1], p[2], q, a, r, hl)
+    for _ in range(_GOLDEN_ITERS):
+        if f1 <= f2:
+            hi = t2
+            t2 = t1
+            f2 = f1
+            t1 = hi - g * (hi - lo)
+            p[k] = c[k] + t1
+            f1 = _cyl_point_distance(p[0], p[1], p[2], q, a, r, hl)
+        else:
+            lo = t1
+            t1 = t2
+            f1 = f2
+            t2 = lo + g * (hi - lo)
+            p[k] = c[k] + t2
+            f2 = _cyl_point_distance(p[0], p[1], p[2], q, a, r, hl)
+    t = 0.5 * (lo + hi)
+    p[k] = c[k] + t
+    return _cyl_point_distance(p[0], p[1], p[2], q, a, r, hl), t
+
+
+@njit(cache=True)
+def _cyl_face_support(H, q, a, r, hl, k, s, y):
+    """Write into y a point of the cylinder lowest towards the box face x_k = s H_k (its support point along
+    -s e_k); where that support is a whole cap or side line, the one nearest the face rectangle."""
+    c = -s * a[k]  # axis . support direction
+    if abs(c) > 1e-12:
+        zc = _sign(c) * hl
+    else:  # a side line parallel to the face: the part of it over the face rectangle, if any
+        lo, hi = _face_slab_range(q, a, -hl, hl, H, k)
+        zc = 0.5 * (lo + hi) if hi >= lo else 0.0
+    wperp = np.empty(3)
+    for i in range(3):
+        wperp[i] = -c * a[i]
+    wperp[k] -= s
+    ln = _norm(wperp)
+    if ln > 1e-12:
+        for i in range(3):
+            y[i] = q[i] + zc * a[i] + r * wperp[i] / ln
+        return
+    # a cap parallel to the face: its point nearest the rectangle
+    t = np.empty(3)
+    for i in range(3):
+        cc = q[i] + zc * a[i]
+        t[i] = cc if i == k else _clamp(cc, -H[i], H[i])
+        t[i] -= cc
+    ta = _dot(t, a)
+    for i in range(3):
+        t[i] -= ta * a[i]
+    lt = _norm(t)
+    sc = r / lt if lt > r else 1.0
+    for i in range(3):
+        y[i] = q[i] + zc * a[i] + sc * t[i]
+
+
+@njit(cache=True)
+def _box_cyl_distance(H, q, a, r, hl, x, y):
+    """Distance [m] between the box and a cylinder *disjoint* from it; writes the witness points x (on the box)
+    and y (on the cylinder). The box's nearest point lies in a face (then the cylinder's lowest point towards
+    that face lies over it and the distance is the face's gap) or on one of the 12 edges."""
+    kb = 0
+    gb = -np.inf
+    for k in range(3):
+        g = abs(q[k]) - H[k] - r * np.sqrt(a[(k + 1) % 3] ** 2 + a[(k + 2) % 3] ** 2) - hl * abs(a[k])
+        if g > gb:
+            gb = g
+            kb = k
+    if gb > 0.0:
+        s = _sign(q[kb])
+        _cyl_face_support(H, q, a, r, hl, kb, s, y)
+        inside = True
+        for j in range(3):
+            if j != kb and abs(y[j]) > H[j]:
+                inside = False
+        if inside:
+            for i in range(3):
+                x[i] = y[i]
+            x[kb] = s * H[kb]
+            return gb
+    bound = np.sqrt(r * r + hl * hl)
+    best = np.inf
+    c = np.empty(3)
+    for axis in range(3):
+        j1 = (axis + 1) % 3
+        j2 = (axis + 2) % 3
+        for idx in range(4):
+            c[axis] = 0.0
+            c[j1] = H[j1] if (idx & 1) else -H[j1]
+            c[j2] = H[j2] if (idx & 2) else -H[j2]
+            # lower bound: distance from the cylinder's centre to the edge minus its bounding radius
+            e0 = c[j1] - q[j1]
+            e1 = c[j2] - q[j2]
+            ez = max(0.0, abs(q[axis]) - H[axis])
+            if np.sqrt(e0 * e0 + e1 * e1 + ez * ez) - bound >= best:
+                continue
+            d, t = _edge_cyl_distance(c, axis, H[axis], q, a, r, hl)
+            if d < best:
+                best = d
+                for i in range(3):
+                    x[i] = c[i]
+                x[axis] += t
+    _cyl_closest(x, q, a, r, hl, y)
+    return best
+
+
+@njit(cache=True)
+def _box_cyl_depth(H, q, a, r, hl, L, g):
+    """Refine a penetration axis L (gap g < 0 along it, oriented box -> cylinder): translate the cylinder apart
+    along L until it is _REFINE_GAP clear, take the normal of the then exact distance as the next axis. The
+    overlap along that normal is never larger (it is o(L) + _REFINE_GAP - distance), so the gap only grows, to a
+    direction where translating apart ends on the same normal: the minimum translation. Returns (gap, axis)."""
+    x = np.empty(3)
+    y = np.empty(3)
+    qs = np.empty(3)
+    n = np.empty(3)
+    L = L.copy()
+    for _ in range(_REFINE_ITERS):
+        shift = _REFINE_GAP - g
+        for i in range(3):
+            qs[i] = q[i] + shift * L[i]
+        d = _box_cyl_distance(H, qs, a, r, hl, x, y)
+        if d <= _TINY:
+            break
+        dn = _dist(y, x)
+        for i in range(3):
+            n[i] = (y[i] - x[i]) / dn
+        gn = _box_cyl_gap(H, q, a, r, hl, n)
+        if gn <= g + 1e-14:
+            break
+        g = gn
+        L[:] = n
+    return g, L
+
+
+@njit(cache=True)
+def _polish_axis(H, q, a, r, hl, L, g):
+    """Pattern search for a larger projection gap around the unit axis L (gap g): steps of angle h along eight
+    tangent directions, halved when none gains, from 1e-2 down to 1e-12 rad. The gap is concave but not smooth
+    (box edges, the cylinder's rims), where the translate-apart iteration slows; this finishes its last digits.
+    Returns (gap, axis)."""
+    t1 = _any_perp(L)
+    t2 = _cross(L, t1)
+    M = np.empty(3)
+    h = 1e-2
+    while h > 1e-12:
+        moved = False
+        for k in range(8):
+            c = np.cos(0.25 * np.pi * k)
+            sn = np.sin(0.25 * np.pi * k)
+            for i in range(3):
+                M[i] = L[i] + h * (c * t1[i] + sn * t2[i])
+            M /= _norm(M)
+            gm = _box_cyl_gap(H, q, a, r, hl, M)
+            if gm > g:
+                g = gm
+                L = M.copy()
+                t1 = _any_perp(L)
+                t2 = _cross(L, t1)
+                moved = True
+                break
+        if not moved:
+            h *= 0.5
+    return g, L
+
+
+@njit(cache=True)
+def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
+    """Box A vs cylinder B.
+
+    Signed distance and normal: projection gaps on the candidate axes (box faces, cylinder axis, box edge x
+    axis, the radial directions of the box vertices) bound the distance from below and reject far pairs;
+    disjoint shapes get the exact distance by features (`_box_cyl_distance`), penetrating ones the minimum
+    translation (`_box_cyl_depth` from every candidate: the overlap has local minima over the directions). Manifold: a normal along a box face normal clips
+    the cylinder's feature facing that face against it -- the cap (a regular octagon of rim points) when the
+    axis is within 45 deg of the normal, else the side line (two points) -- each point with its own depth; any
+    other normal gives the single deepest contact, which every manifold contains.
+    """
+    H = size_a
+    r = size_b[0]
+    hl = size_b[1]
+    q = _to_local(R_a, p_a, p_b)
+    a = _rot_t(R_a, _col(R_b, 2))
+
+    best_g = -np.inf
+    bL = np.zeros(3)
+    cand_L = np.zeros((15, 3))  # candidate axes, oriented box -> cylinder
+    cand_ok = np.zeros(15, dtype=np.bool_)
+    L = np.empty(3)
+    for cand in range(15):
+        if cand < 3:
+            L[:] = 0.0
+            L[cand] = 1.0
+        elif cand == 3:
+            L[:] = a
+        elif cand < 7:
+            k = cand - 4
+            L[:] = 0.0
+            L[k] = 1.0
+            L = _cross(L, a)
+        else:
+            v = cand - 7
+            for i in range(3):
+                L[i] = (H[i] if (v >> i) & 1 else -H[i]) - q[i]
+            L -= _dot(L, a) * a
+        ln = _norm(L)
+        if ln < _AXIS_EPS:
+            continue
+        L /= ln
+        if _dot(q, L) < 0.0:
+            L = -L
+        g = _box_cyl_gap(H, q, a, r, hl, L)
+        if g >= margin:
+            return 0
+        cand_L[cand] = L
+        cand_ok[cand] = True
+        if g > best_g:
+            best_g = g
+            bL[:] = L
+
+    x = np.empty(3)
+    y = np.empty(3)
+    n_loc = bL.copy()
+    d = _box_cyl_distance(H, q, a, r, hl, x, y)
+    separated = best_g > 0.0
+    if not separated and d > _TINY:
+        # disjoint iff the witnesses' direction separates (containment or overlap give a negative gap there)
+        dn = _dist(y, x)
+        for i in range(3):
+            n_loc[i] = (y[i] - x[i]) / dn
+        separated = _box_cyl_gap(H, q, a, r, hl, n_loc) >= d - 1e-9
+    if separated:
+        if d >= margin:
+            return 0
+        phi0 = d
+        if d > _TINY:
+            dn = _dist(y, x)
+            for i in range(3):
+                n_loc[i] = (y[i] - x[i]) / dn
+        else:
+            n_loc[:] = bL
+        pt = 0.5 * (x + y)
+    else:
+        # the overlap has local minima over the directions: refine from every candidate, keep the shallowest
+        phi0 = -np.inf
+        for cand in range(15):
+            if cand_ok[cand]:
+                g, Lr = _box_cyl_depth(H, q, a, r, hl, cand_L[cand], _box_cyl_gap(H, q, a, r, hl, cand_L[cand]))
+                if g > phi0:
+                    phi0 = g
+                    n_loc = Lr
+        phi0, n_loc = _polish_axis(H, q, a, r, hl, n_loc, phi0)
+        # witnesses: the closest points once the cylinder is translated apart along the normal until (just) clear
+        shift = 1e-9 - phi0
+        d = _box_cyl_distance(H, q + shift * n_loc, a, r, hl, x, y)
+        pt = 0.5 * (x + y - shift * n_loc)
+    n_w = _rot(R_a, n_loc)
+    point0 = _to_world(R_a, p_a, pt)
+
+    kf = 0
+    for k in range(1, 3):
+        if abs(n_loc[k]) > abs(n_loc[kf]):
+            kf = k
+    if abs(n_loc[kf]) <= _FACE_COS:
+        _emit(out_p, out_n, out_phi, k0, point0, n_w, phi0)
+        return 1
+    # face manifold: the cylinder's feature facing box face kf, clipped to it
+    sg = _sign(n_loc[kf])
+    nf = _unit(kf) * sg
+    nf_w = _rot(R_a, nf)
+    cnt = 0
+    min_phi = np.inf
+    ca = _dot(a, nf)
+    if abs(ca) >= _CAP_COS:
+        cc = q - _sign(ca) * hl * a  # centre of the cap facing the face
+        down = ca * a - nf  # in the cap plane, towards the face
+        ld = _norm(down)
+        u = down / ld if ld > 1e-9 else _rot_t(R_a, _col(R_b, 0))
+        u -= _dot(u, a) * a
+        u /= _norm(u)
+        w = _cross(a, u)
+        poly = np.empty((2 * _CAP_SIDES, 3))
+        tmp = np.empty((2 * _CAP_SIDES, 3))
+        for e in range(_CAP_SIDES):
+            th = 2.0 * np.pi * e / _CAP_SIDES
+            cs = np.cos(th)
+            sn = np.sin(th)
+            for i in range(3):
+                poly[e, i] = cc[i] + r * (cs * u[i] + sn * w[i])
+        m = np.int64(_CAP_SIDES)
+        for ax in range(3):
+            if ax == kf:
+                continue
+            m = _clip_polygon(poly, m, ax, 1.0, H[ax], tmp)
+            m = _clip_polygon(tmp, m, ax, -1.0, H[ax], poly)
+        for ii in range(min(m, MAX_PAIR_CONTACTS)):
+            e = ii if m <= MAX_PAIR_CONTACTS else (ii * m) // MAX_PAIR_CONTACTS  # evenly spread when clipped to more
+            phi = sg * poly[e, kf] - H[kf]
+            if phi < margin:
+                pw = _to_world(R_a, p_a, poly[e])
+                _emit(out_p, out_n, out_phi, k0 + cnt, pw - 0.5 * phi * nf_w, nf_w, phi)
+                cnt += 1
+                min_phi = min(min_phi, phi)
+    else:
+        # the side line facing the face, clipped to the face's extent
+        wr = ca * a - nf
+        wr /= _norm(wr)
+        base = q + r * wr
+        lo, hi = _face_slab_range(base, a, -hl, hl, H, kf)
+        if hi >= lo:
+            npts = 2 if hi - lo > 1e-9 else 1
+            for ii in range(npts):
+                tau = lo if ii == 0 else hi
+                xs = base + tau * a
+                phi = sg * xs[kf] - H[kf]
+                if phi < margin:
+                    pw = _to_world(R_a, p_a, xs)
+                    _emit(out_p, out_n, out_phi, k0 + cnt, pw - 0.5 * phi * nf_w, nf_w, phi)
+                    cnt += 1
+                    min_phi = min(min_phi, phi)
     if cnt == 0 or min_phi > phi0 + _DEPTH_TOL:
         cnt = _emit_guard(out_p, out_n, out_phi, k0, cnt, point0, n_w, phi0)
     return cnt
@@ -1004,7 +1411,7 @@ def numba_supports(type_a, type_b):
     if lo == SPHERE:
         return hi == SPHERE or hi == BOX or hi == CAPSULE
     if lo == BOX:
-        return hi == BOX or hi == CAPSULE
+        return hi == BOX or hi == CAPSULE or hi == CYLINDER
     if lo == CAPSULE:
         return hi == CAPSULE
     return False
@@ -1037,6 +1444,8 @@ def _collide_sorted(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margin,
             return _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
         if type_b == CAPSULE:
             return _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
+        if type_b == CYLINDER:
+            return _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
         return 0
     if type_a == CAPSULE and type_b == CAPSULE:
         return _capsule_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)

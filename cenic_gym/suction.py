@@ -8,9 +8,9 @@ pitch; ``yaw=True`` adds a revolute ``yaw`` joint above the tool). Each cup (lin
 (radius 1.5 mm, reaching 1 mm below the cylinder's bottom face: the lip plane, 20 mm below the cup top), on a
 prismatic joint ``cup_<i>`` along the tool's z axis: q > 0 compresses the bellows (the cup moves up towards the
 plate), q < 0 extends it; the joint limits are the bellows stroke (±5 mm). The lip spheres give every cup a
-well-defined multi-point contact with flat faces (a cylinder's flat face against a box face gets a single rim point
-from coal, see ``benchmarks/RESULTS.md``). The frame ``cup_<i>_mouth`` sits at the centre of the lip plane with its
-z axis pointing out of the mouth. The bellows spring is an implicit :class:`~cenic_gym.external.JointPD` with
+well-defined multi-point contact with flat faces, 1 mm proud of the cylinder's face (whose own contact with a box,
+eight rim points from the numba box–cylinder kernel, stays speculative while the lips seal). The frame
+``cup_<i>_mouth`` sits at the centre of the lip plane with its z axis pointing out of the mouth. The bellows spring is an implicit :class:`~cenic_gym.external.JointPD` with
 q_d = 0 on the cup joints (:func:`cup_springs`; 1000 N/m, 1 N s/m); the gantry is positioned by a stiff implicit
 JointPD with gravity feed-forward (:func:`gantry_pd`; 2e4 N/m, 600 N s/m; change its ``q_d`` to move or lift).
 

@@ -338,6 +338,17 @@ def test_bad_options():
         env.reset(seed=0, options={"target_pose": (0.0, np.nan, 0.0)})
 
 
+def test_every_contact_pair_is_a_numba_pair():
+    """The cups' cylinders meet boxes (the target, its neighbours, the tote's parts) through the numba box-cylinder
+    kernel: no pair of the scene goes through coal, so a held box costs no Python narrow phase."""
+    from cenic_gym.narrowphase import numba_supports
+
+    s = gym.make("CenicSuction-v0").unwrapped.system
+    t = s.geom_type
+    assert len(s.pairs) > 0
+    assert all(numba_supports(t[a], t[b]) for a, b in s.pairs), [(t[a], t[b]) for a, b in s.pairs]
+
+
 def test_reset_starts_without_overlap():
     """No box starts inside or under the tote's walls (seeds 21, 28, 68, 246 once did: 13, 2, 37, 34 mm deep), so
     the first state's deepest contact is a touching one, not a penetration the solver must undo."""

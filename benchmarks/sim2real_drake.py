@@ -42,7 +42,7 @@ from pathlib import Path  # noqa: E402
 from bench_common import provenance, replace_marked_section  # noqa: E402
 from cenic_gym.sim2real.policy import load_policy  # noqa: E402
 from cenic_gym.sim2real.report import plot_sim2sim  # noqa: E402
-from cenic_gym.sim2real.sim2sim import describe_options, free_motion_gaps, sim2sim, sim2sim_table  # noqa: E402
+from cenic_gym.sim2real.sim2sim import free_motion_gaps, sim2sim, sim2sim_lines, sim2sim_table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ENV_ID = "CenicFranka-v0"
@@ -112,17 +112,10 @@ def tight(a):
 
 def reading(closed):
     """The reading of the closed-loop table, its numbers taken from the results."""
-    out = []
-    for r in closed:
-        sm = r.summary()
-        gaps = "; ".join(f"{b} {1e3 * g['position_median']:.1f} mm (median)" for b, g in sm["bodies"].items())
-        out.append(f"- {r.env_id}, {describe_options(r)}: success {100 * sm['success_cenic']:.0f} % in cenic-gym, "
-                   f"{100 * sm['success_peer']:.0f} % in Drake; final free-body gap {gaps}; one-step divergence "
-                   f"median {sm['one_step_median']:.2e}, closed-loop {sm['divergence_median']:.2e}.")
     return ["Reading (compare the MuJoCo section, where MuJoCo's default soft contact lets the pads sink into the "
             "box and the place fails): with the same contact model (compliant point contact, our k and d) Drake "
             "grasps, carries and places the box as cenic-gym does; on the Go1 both walk the trot without a fall, "
-            "and the per-period gap (foot touchdowns) compounds over 10 s of an open-loop gait:", "", *out]
+            "and the per-period gap (foot touchdowns) compounds over 10 s of an open-loop gait:", "", *sim2sim_lines(closed)]
 
 
 def closed_loop(a):

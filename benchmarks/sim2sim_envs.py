@@ -27,7 +27,7 @@ from pathlib import Path  # noqa: E402
 from bench_common import provenance, replace_marked_section  # noqa: E402
 from cenic_gym.envs import SCRIPTED_POLICIES  # noqa: E402
 from cenic_gym.sim2real.policy import load_policy  # noqa: E402
-from cenic_gym.sim2real.sim2sim import describe_options, sim2sim, sim2sim_table  # noqa: E402
+from cenic_gym.sim2real.sim2sim import sim2sim, sim2sim_lines, sim2sim_table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 STEPS = {"CenicAllegro-v0": 200, "CenicQuadruped-v0": 500}  # env steps per episode (None: the env's episode)
@@ -61,26 +61,13 @@ def main(argv=None):
         f"default settings (episodes cut at {lengths}; the others run to the env's end). Success is the env's own "
         "`evaluate()` (the Allegro's is the 0.1 rad goal of the env, which the quarter-turn rotator does not aim at: "
         "read its gap columns).", "", sim2sim_table(results), "",
-        *reading(results)])
+        *sim2sim_lines(results)])
     print(body)
     if not a.no_write:
         res = HERE / "RESULTS.md"
         res.write_text(replace_marked_section(res.read_text(), "sim2sim-envs", body,
                                               heading="## Sim-to-sim gap per env: MuJoCo and Drake (issue 16)"))
     return 0
-
-
-def reading(results):
-    """One line per env and peer, numbers taken from the results."""
-    out = []
-    for r in results:
-        sm = r.summary()
-        gaps = "; ".join(f"{b} {1e3 * g['position_median']:.1f} mm" for b, g in sm["bodies"].items())
-        out.append(f"- {r.env_id} vs {describe_options(r)}: success "
-                   f"{100 * sm['success_cenic']:.0f} % / {100 * sm['success_peer']:.0f} % (cenic-gym / peer); median "
-                   f"final free-body gap {gaps}; one-step divergence median {sm['one_step_median']:.2e}, closed-loop "
-                   f"{sm['divergence_median']:.2e}.")
-    return out
 
 
 if __name__ == "__main__":

@@ -542,6 +542,19 @@ def describe_options(result):
     return f"MuJoCo {o['timestep']:g} s, {o['integrator']}"
 
 
+def sim2sim_lines(results):
+    """Markdown bullets, one per result: success in both, the median final free-body gaps, the divergences."""
+    out = []
+    for r in results:
+        sm = r.summary()
+        gaps = "; ".join(f"{b} {1e3 * g['position_median']:.1f} mm" for b, g in sm["bodies"].items())
+        out.append(f"- {r.env_id} vs {describe_options(r)}: success {100 * sm['success_cenic']:.0f} % / "
+                   f"{100 * sm['success_peer']:.0f} % (cenic-gym / peer); median final free-body gap {gaps}; "
+                   f"one-step divergence median {sm['one_step_median']:.2e}, closed-loop "
+                   f"{sm['divergence_median']:.2e}.")
+    return out
+
+
 def sim2sim_table(results):
     """Markdown: one row per (env, policy, peer) result."""
     lines = ["| env | policy | peer | episodes | success cenic-gym | success peer | gap | peer failures | final "

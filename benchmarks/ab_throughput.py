@@ -48,6 +48,7 @@ def child(case, steps):
     import gymnasium as gym
     import numpy as np
 
+    sys.path.append(sys.path.pop(0))  # this script's folder after PYTHONPATH's (the tree's own benchmarks first)
     import cenic_gym  # noqa: F401  (registers the envs)
     import env_throughput as et
     from step_size_analysis import SCRIPTED_ALL  # env_throughput's scripted policies + Allegro's ScriptedRotator
@@ -80,8 +81,11 @@ def child(case, steps):
 
 
 def run_tree(tree, case, steps):
-    env = dict(os.environ, PYTHONPATH=f"{Path(tree).resolve()}{os.pathsep}{HERE}", NUMBA_NUM_THREADS="1",
-               OMP_NUM_THREADS="1")
+    # the tree's own benchmark helpers (env_throughput, step_size_analysis: they name the tree's scripted policies)
+    # come first, this file's folder after them (a tree without them)
+    root = Path(tree).resolve()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(root), str(root / "benchmarks"), str(HERE))),
+               NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", case, "--steps", str(steps)],
                          env=env, capture_output=True, text=True, check=False)
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)

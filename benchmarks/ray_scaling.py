@@ -6,11 +6,15 @@ resident memory of the driver and the actors sampled along the way.
                                      [--soak 100000] [--soak-env-kwargs '{"fixed_step": 0.05}'] [--out FILE.json]
 
 Scaling: ``w`` actors x ``envs_per_actor`` sub-envs, random actions (seeded), ``--vector-steps`` timed vector steps
-after one untimed; efficiency per core = env steps/s / (w x in-process env steps/s of one env on one core). The
-in-process rate and the 1- and 2-worker rates are measured back to back in each of ``--rounds`` rounds (the
-wall-clock rate of this VM drifts by ±15 % between minutes), each round's efficiencies use that round's in-process
-rate, and the medians over the rounds are reported, for every ``--envs-per-actor`` value given.
-Overhead: mean vector-step time of a 1-actor, 1-env RayVectorEnv minus the in-process step time of the same env,
+after one untimed; efficiency per core = env steps/s / (w x in-process env steps/s of the *same work*: the same
+w x envs_per_actor sub-envs, seeds, actions and autoresets stepped one after another in this process, which gives
+bit-identical trajectories (tests/test_vector.py). A random-action env step's cost depends on its trajectory
+(attempts per step vary by tens of percent between seeds), so a reference made of other episodes (e.g. one env
+with seed 0) mismeasures the efficiency by as much. The in-process and the vector runs of each worker count are
+measured back to back in each of ``--rounds`` rounds (the wall-clock rate of this VM drifts by ±15 % between
+minutes); medians over the rounds are reported, for every ``--envs-per-actor`` value given.
+Overhead: mean vector-step time of a 1-actor, 1-env RayVectorEnv minus the in-process step time of the same env
+(same seed and actions),
 measured on CartPole-v1 (an env that costs ~10 us, so the difference is the round trip) and on the CENIC env.
 Memory: VmRSS (/proc) of each actor process with 1 and with ``envs_per_actor`` envs; per env = the difference /
 (envs_per_actor - 1). CPU: user + system time of the actor processes (/proc) per env step against this
@@ -55,38 +59,64 @@ def actor_pids(venv):
     return ray.get([a.__ray_call__.remote(lambda self: os.getpid()) for a in venv.actors])
 
 
-def in_process_rate(env_id, env_kwargs, steps, seed=0, cpu=False):
-    """Env steps/s of one env stepped in this process (one untimed step first); with ``cpu``, also the CPU
-    seconds per env step of this process."""
+def batched_actions(env_id, env_kwargs, n, vector_steps, seed=0):
+    """``vector_steps`` + 1 batched random actions of ``n`` sub-envs, drawn as ``RayVectorEnv.action_space`` (the
+    batched space, seeded with ``seed``) draws them."""
+    from gymnasium.vector.utils import batch_space
+
     env = gym.make(env_id, **env_kwargs)
-    env.action_space.seed(seed)
-    env.reset(seed=seed)
-    env.step(env.action_space.sample())
-    t0, c0 = time.perf_counter(), time.process_time()
-    for _ in range(steps):
-        _, _, term, trunc, _ = env.step(env.action_space.sample())
-        if term or trunc:
-            env.reset()
-    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    space = batch_space(env.action_space, n)
     env.close()
-    return (steps / dt, dc / steps) if cpu else steps / dt
+    space.seed(seed)
+    return [space.sample() for _ in range(vector_steps + 1)]
 
 
-def vector_rate(env_id, env_kwargs, actors, per_actor, vector_steps, seed=0):
+def in_process_same(env_id, env_kwargs, n, actions, seed=0):
+    """(env steps/s, CPU s per env step) of ``n`` sub-envs stepped one after another in this process with the
+    vector env's seeds (seed + i), actions and NEXT_STEP autoresets (a sub-env whose episode ended is reset on its
+    next step, its action ignored); the first batch untimed."""
+    envs = [gym.make(env_id, **env_kwargs) for _ in range(n)]
+    for i, e in enumerate(envs):
+        e.reset(seed=seed + i)
+    ended = [False] * n
+
+    def step_all(batch):
+        for i, e in enumerate(envs):
+            if ended[i]:
+                e.reset()
+                ended[i] = False
+            else:
+                _, _, term, trunc, _ = e.step(batch[i])
+                ended[i] = term or trunc
+
+    step_all(actions[0])
+    t0, c0 = time.perf_counter(), time.process_time()
+    for batch in actions[1:]:
+        step_all(batch)
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    for e in envs:
+        e.close()
+    steps = n * (len(actions) - 1)
+    return steps / dt, dc / steps
+
+
+def vector_rate(env_id, env_kwargs, actors, per_actor, vector_steps, seed=0, actions=None):
     """(env steps/s, seconds per vector step, [actor RSS MB], actor CPU s per env step) of a RayVectorEnv of
-    ``actors`` x ``per_actor``."""
+    ``actors`` x ``per_actor`` (``actions``: ``vector_steps`` + 1 batches, default drawn from its action space)."""
     from cenic_gym.vector import RayVectorEnv
 
     venv = RayVectorEnv(env_id, actors * per_actor, env_kwargs=env_kwargs, envs_per_actor=per_actor)
     try:
-        venv.action_space.seed(seed)
+        if actions is None:
+            venv.action_space.seed(seed)
+            actions = [venv.action_space.sample() for _ in range(vector_steps + 1)]
         venv.reset(seed=seed)
-        venv.step(venv.action_space.sample())
+        venv.step(actions[0])
         pids = actor_pids(venv)
         c0 = sum(cpu_s(p) for p in pids)
         t0 = time.perf_counter()
-        for _ in range(vector_steps):
-            venv.step(venv.action_space.sample())
+        for batch in actions[1:vector_steps + 1]:
+            venv.step(batch)
         dt = time.perf_counter() - t0
         cpu = (sum(cpu_s(p) for p in pids) - c0) / (actors * per_actor * vector_steps)
         rss = [rss_mb(p) for p in pids]
@@ -120,29 +150,31 @@ def soak(env_id, env_kwargs, steps, samples=20, seed=0):
 
 
 def scaling_run(env_id, env_kwargs, k, vector_steps, rounds):
-    """``rounds`` interleaved rounds of (in-process rate, 1 worker x k envs, 2 workers x k envs); per round the
-    efficiencies against that round's in-process rate; medians over the rounds."""
+    """``rounds`` rounds of, for w = 1 and 2 workers, the same work in process then in a w x k RayVectorEnv
+    (:func:`in_process_same`); per round and w the efficiency per core = vector env steps/s / (w x in-process env
+    steps/s); medians over the rounds."""
     out = []
     for r in range(rounds):
-        base, base_cpu = in_process_rate(env_id, env_kwargs, vector_steps * k, seed=r, cpu=True)
         runs = {}
         for w in (1, 2):
-            sps, per_step, rss, cpu = vector_rate(env_id, env_kwargs, w, k, vector_steps, seed=r)
+            actions = batched_actions(env_id, env_kwargs, w * k, vector_steps, seed=r)
+            base, base_cpu = in_process_same(env_id, env_kwargs, w * k, actions, seed=r)
+            sps, per_step, rss, cpu = vector_rate(env_id, env_kwargs, w, k, vector_steps, seed=r, actions=actions)
             runs[str(w)] = dict(env_steps_per_s=sps, s_per_vector_step=per_step, actor_rss_mb=rss,
+                                in_process_env_steps_per_s=base, in_process_cpu_ms_per_env_step=base_cpu * 1e3,
                                 efficiency_per_core=sps / (w * base), actor_cpu_ms_per_env_step=cpu * 1e3,
                                 cpu_efficiency=base_cpu / cpu)
-        out.append(dict(in_process_env_steps_per_s=base, in_process_cpu_ms_per_env_step=base_cpu * 1e3,
-                        workers=runs, load=os.getloadavg()[0]))
-        print(f"{k} envs per actor, round {r}: in process {base:.1f} env steps/s; " + "; ".join(
-            f"{w} worker(s) {v['env_steps_per_s']:.1f} (efficiency per core {v['efficiency_per_core']:.2f}, actor "
-            f"CPU {v['actor_cpu_ms_per_env_step']:.2f} ms per env step vs {base_cpu * 1e3:.2f} in process)"
+        out.append(dict(workers=runs, load=os.getloadavg()[0]))
+        print(f"{k} envs per actor, round {r}: " + "; ".join(
+            f"{w} worker(s) {v['env_steps_per_s']:.1f} env steps/s vs {v['in_process_env_steps_per_s']:.1f} in "
+            f"process (efficiency per core {v['efficiency_per_core']:.2f}; CPU per env step: actors "
+            f"{v['actor_cpu_ms_per_env_step']:.2f} ms, in process {v['in_process_cpu_ms_per_env_step']:.2f} ms)"
             for w, v in runs.items()) + f"; load {os.getloadavg()[0]:.2f}", flush=True)
     med = {w: statistics.median(r["workers"][w]["efficiency_per_core"] for r in out) for w in ("1", "2")}
     print(f"{k} envs per actor: median efficiency per core over {rounds} rounds: 1 worker {med['1']:.2f}, "
           f"2 workers {med['2']:.2f}", flush=True)
     return dict(envs_per_actor=k, env=env_id, env_kwargs=env_kwargs, vector_steps=vector_steps, rounds=out,
-                median_efficiency_per_core=med,
-                median_in_process_env_steps_per_s=statistics.median(r["in_process_env_steps_per_s"] for r in out))
+                median_efficiency_per_core=med)
 
 
 def main():
@@ -171,8 +203,10 @@ def main():
             result["scaling"][f"{k}_envs_per_actor"] = scaling_run(a.env, kwargs, k, a.vector_steps, a.rounds)
         over = {}
         for env_id, ekw in (("CartPole-v1", {}), (a.env, kwargs)):
-            inproc = 1.0 / in_process_rate(env_id, ekw, 2000 if env_id == "CartPole-v1" else 200)
-            _, per_step, rss1, _ = vector_rate(env_id, ekw, 1, 1, 2000 if env_id == "CartPole-v1" else 200)
+            steps = 2000 if env_id == "CartPole-v1" else 200
+            actions = batched_actions(env_id, ekw, 1, steps)
+            inproc = 1.0 / in_process_same(env_id, ekw, 1, actions)[0]
+            _, per_step, rss1, _ = vector_rate(env_id, ekw, 1, 1, steps, actions=actions)
             over[env_id] = dict(in_process_ms=inproc * 1e3, ray_ms=per_step * 1e3,
                                 overhead_ms=(per_step - inproc) * 1e3, actor_rss_mb=rss1[0])
             print(f"overhead {env_id}: {over[env_id]}", flush=True)

@@ -3,7 +3,9 @@
 CENIC envs are CPU-bound per env, so throughput comes from many envs across processes and machines. Each Ray actor
 (``num_cpus=1``) holds ``envs_per_actor`` sub-envs and steps them one after the other; a vector ``step`` sends one
 call to every actor and waits for all of them (one round trip per actor per step: an actor round trip costs ~1.5 ms
-on a 2-core machine, so batch several envs per actor when an env step is cheap). The same code runs on a local
+on a 2-core machine, paid while the actors idle, so batch envs per actor: with CENIC envs at ~2 ms per env step,
+16 envs per actor give 0.8 of in-process throughput per core, 4 give 0.75 with one actor and less with more,
+``benchmarks/ray_scaling.py``). The same code runs on a local
 ``ray.init()`` and on a cluster (``ray.init(address="auto")`` or ``address="ray://head:10001"``); actors are spread
 over the nodes (``scheduling_strategy="SPREAD"``).
 

@@ -5,6 +5,7 @@ effect), log replay (a log made by our simulator at ε = 1e-5 replays exactly; b
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -353,10 +354,15 @@ def test_report_cli_with_an_exported_policy(tiny_ppo, tmp_path, capsys):
     for png in ("accuracy.png", "robustness.png", "replay.png", "sim2sim.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
-    assert len(lines) == 3 + 2 * 4 + 2 and {x["sweep"] for x in lines} == {"accuracy", "robustness", "sim2sim"}
-    assert [x["peer"] for x in lines if x["sweep"] == "sim2sim"] == ["mujoco", "drake"]  # both peers installed here
+    peers = ["mujoco", "drake"] if importlib.util.find_spec("pydrake") else ["mujoco"]  # CI: Drake not installed
+    assert len(lines) == 3 + 2 * 4 + len(peers)
+    assert {x["sweep"] for x in lines} == {"accuracy", "robustness", "sim2sim"}
+    assert [x["peer"] for x in lines if x["sweep"] == "sim2sim"] == peers
     assert "## Sim-to-sim (MuJoCo, Drake)" in md and "| CenicFranka-v0 | tiny | MuJoCo 0.001 s, implicitfast | 1 |" in md
-    assert "| CenicFranka-v0 | tiny | Drake SAP (lagged) 0.001 s | 1 |" in md
+    if "drake" in peers:
+        assert "| CenicFranka-v0 | tiny | Drake SAP (lagged) 0.001 s | 1 |" in md
+    else:
+        assert "drake: skipped, the package is not installed (`pip install 'cenic-gym[peers]'`)." in md
 
 
 def test_sb3_policy_runs_in_an_episode(tiny_ppo):

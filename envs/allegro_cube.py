@@ -522,7 +522,7 @@ class ScriptedRotator:
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
                  clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
                  stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=3, regrip=20, heel=-0.060,
-                 heel_sin=0.1):
+                 heel_sin=0.1, reach_tol=0.008, reach_widen=math.radians(20.0)):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -537,6 +537,9 @@ class ScriptedRotator:
                 raise ValueError(f"{name} must be a whole number of control periods >= 0, got {v!r}")
         self.retreat, self.retreat_steps, self.regrip = retreat, retreat_steps, regrip
         self.heel, self.heel_sin = heel, heel_sin
+        if reach_tol is not None and not reach_tol > 0:
+            raise ValueError(f"reach_tol must be a distance > 0 [m] or None, got {reach_tol!r}")
+        self.reach_tol, self.reach_widen = reach_tol, reach_widen
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -551,6 +554,7 @@ class ScriptedRotator:
         self.count = {f: 0 for f in self.ZONES}
         self.q_des = NOMINAL.copy()
         self._retreat = {f: None for f in self.ZONES}
+        self._phi = {f: None for f in self.ZONES}  # angle [rad] of the edge each finger was given last period
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
         self._q_prev = None
         self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
@@ -562,14 +566,24 @@ class ScriptedRotator:
         d = obs[35:39] / np.linalg.norm(obs[35:39])
         return obs[32:35] + e.palm_centre, quat_multiply(quat_conjugate(d), e.goal)
 
-    def _corner_in_zone(self, yaw, finger, widen=0.0):
-        """The edge angle φ [rad] in ``finger``'s zone, or None (zones are narrower than 90°: one edge at most)."""
-        start, end = self.zones[finger][0] + widen, self.zones[finger][1] - widen
-        for k in range(4):
-            phi = math.remainder(yaw + 0.25 * math.pi + 0.5 * k * math.pi - end, 2.0 * math.pi) + end
-            if end <= phi <= start:
-                return phi
-        return None
+    def _edges_in_zone(self, yaw, finger, widen=0.0, extend=0.0):
+        """The edge angles φ [rad] in ``finger``'s zone widened by ``widen`` [rad] at both ends and ``extend`` [rad]
+        more at its end, the edge nearest the zone start (the one that entered last) first."""
+        start, end = self.zones[finger][0] + widen, self.zones[finger][1] - widen - extend
+        phis = [math.remainder(yaw + 0.25 * math.pi + 0.5 * k * math.pi - end, 2.0 * math.pi) + end for k in range(4)]
+        return sorted((phi for phi in phis if end <= phi <= start), reverse=True)
+
+    def _reaches(self, finger, centre, phi, q_finger):
+        """Whether ``finger``'s fingertip can follow the edge at angle ``phi`` [rad] of a cube centred at ``centre``:
+        damped least squares from ``q_finger`` puts the fingertip sphere within ``reach_tol`` [m] of both the
+        approach point (just behind the edge) and the point touching the edge after a further ``lead`` of
+        rotation, at the cube's current position."""
+        for target in (self._edge_target(centre, phi, self.R_TIP + 0.003),
+                       self._edge_target(centre, phi - self.lead, self.R_TIP)):
+            tip = self._tip_position(finger, self.finger_ik(finger, target, q_finger))
+            if np.linalg.norm(tip - target) > self.reach_tol:
+                return False
+        return True
 
     def _edge_target(self, centre, phi, behind, outward=0.0):
         """Fingertip centre (3,) [m] at mid-height ``behind`` [m] back along the clockwise tangent from the edge at
@@ -630,16 +644,24 @@ class ScriptedRotator:
         claimed = []  # edges (angles) already pushed by a finger this period
         for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
             start = self.zones[f][0]
-            phi = None if done else self._corner_in_zone(yaw, f, self.stall_widen if stalled else 0.0)
-            if phi is not None and any(abs(math.remainder(phi - c, 2.0 * math.pi)) < 0.25 * math.pi for c in claimed):
-                phi = None  # another finger has this edge
-            if phi is not None and self.phase[f] == "free" and phi < start - self.window and not stalled:
-                phi = None  # deep in the zone: wait for the next edge
-            if phi is not None and self.heel is not None and centre[0] < self.heel and \
-                    math.sin(phi) < -self.heel_sin:
-                phi = None  # heel guard: this push (tangent (sin φ, −cos φ)) would carry the cube off the heel
-            if self.phase[f] == "retreat":
-                phi = None  # finish backing off before the next edge
+            phi = None
+            if not done and self.phase[f] != "retreat":  # a retreating finger finishes backing off first
+                cands = self._edges_in_zone(yaw, f, self.stall_widen if stalled else 0.0,
+                                            0.0 if self.reach_tol is None else self.reach_widen)
+                if self.phase[f] != "free" and self._phi[f] is not None:  # a finger at work keeps its edge
+                    cands = [p for p in cands if abs(math.remainder(p - self._phi[f], 2.0 * math.pi)) < 0.25 * math.pi]
+                for p in cands:
+                    if any(abs(math.remainder(p - c, 2.0 * math.pi)) < 0.25 * math.pi for c in claimed):
+                        continue  # another finger has this edge
+                    if self.phase[f] == "free" and p < start - self.window and not stalled:
+                        continue  # deep in the zone: wait for the next edge
+                    if self.heel is not None and centre[0] < self.heel and math.sin(p) < -self.heel_sin:
+                        continue  # heel guard: this push (tangent (sin φ, −cos φ)) would carry the cube off the heel
+                    if self.reach_tol is not None and not self._reaches(f, centre, p, q_des[4 * f:4 * f + 4]):
+                        continue  # out of this fingertip's reach where the cube now lies: left to another finger
+                    phi = p
+                    break
+            self._phi[f] = phi
             if phi is not None:
                 claimed.append(phi)
             if phi is None and self.phase[f] in ("push", "retreat") and self.retreat_steps:

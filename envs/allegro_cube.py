@@ -501,6 +501,14 @@ class ScriptedRotator:
     the cube centre lies behind world x = ``heel`` [m] (palm centre −0.0475 m, heel edge −0.095 m), no finger
     pushes an edge whose clockwise tangent (sin φ, −cos φ) points towards the heel (sin φ < −``heel_sin``: the
     index finger, and the middle finger at φ < −6°); the ring finger's pushes carry the cube forward again.
+    Reach gating (opt-in, ``reach_tol`` [m], default None = off): a finger takes an edge only if damped least
+    squares puts its fingertip within ``reach_tol`` of the approach point and of the point touching the edge after
+    a further ``lead`` of rotation, at the cube's *current* position (:meth:`_reaches`); every zone's end is
+    extended by ``reach_widen`` [rad], so a pushing finger goes on while it reaches its edge and an edge out of
+    one finger's reach is left to the next (a drifted cube's front edge: in the middle finger's zone, reached by
+    the ring). Over 80 seeds it drops the cube less (1 vs 4) but turns it no more often (74 % vs 71 %) and more
+    slowly (``benchmarks/RESULTS.md``, "Scripted rotator: edges by reachability"): the stalls it meets are
+    cubes behind the heel line whose every edge is out of all fingertips' reach or heel-guarded.
 
     Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
     its bottom face), so the centre drifts with the pushes (several cm over a quarter turn), mostly towards the
@@ -522,7 +530,7 @@ class ScriptedRotator:
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
                  clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
                  stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=3, regrip=20, heel=-0.060,
-                 heel_sin=0.1, reach_tol=0.008, reach_widen=math.radians(20.0)):
+                 heel_sin=0.1, reach_tol=None, reach_widen=math.radians(20.0)):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -568,10 +576,10 @@ class ScriptedRotator:
 
     def _edges_in_zone(self, yaw, finger, widen=0.0, extend=0.0):
         """The edge angles φ [rad] in ``finger``'s zone widened by ``widen`` [rad] at both ends and ``extend`` [rad]
-        more at its end, the edge nearest the zone start (the one that entered last) first."""
+        more at its end, in the order of the edges k = 0…3 (φ = yaw + 45° + k·90°)."""
         start, end = self.zones[finger][0] + widen, self.zones[finger][1] - widen - extend
         phis = [math.remainder(yaw + 0.25 * math.pi + 0.5 * k * math.pi - end, 2.0 * math.pi) + end for k in range(4)]
-        return sorted((phi for phi in phis if end <= phi <= start), reverse=True)
+        return [phi for phi in phis if end <= phi <= start]
 
     def _reaches(self, finger, centre, phi, q_finger):
         """Whether ``finger``'s fingertip can follow the edge at angle ``phi`` [rad] of a cube centred at ``centre``:
@@ -648,8 +656,12 @@ class ScriptedRotator:
             if not done and self.phase[f] != "retreat":  # a retreating finger finishes backing off first
                 cands = self._edges_in_zone(yaw, f, self.stall_widen if stalled else 0.0,
                                             0.0 if self.reach_tol is None else self.reach_widen)
-                if self.phase[f] != "free" and self._phi[f] is not None:  # a finger at work keeps its edge
-                    cands = [p for p in cands if abs(math.remainder(p - self._phi[f], 2.0 * math.pi)) < 0.25 * math.pi]
+                if self.reach_tol is None:
+                    cands = cands[:1]  # fixed zones: the first edge found
+                else:  # the edge that entered last first; a finger at work keeps its edge
+                    cands.sort(reverse=True)
+                    if self.phase[f] != "free" and self._phi[f] is not None:
+                        cands = [p for p in cands if abs(math.remainder(p - self._phi[f], 2.0 * math.pi)) < 0.25 * math.pi]
                 for p in cands:
                     if any(abs(math.remainder(p - c, 2.0 * math.pi)) < 0.25 * math.pi for c in claimed):
                         continue  # another finger has this edge

@@ -253,3 +253,18 @@ def test_scripted_rotator_rejects_other_envs():
         ScriptedRotator(gym.make("CenicAllegro-v0"), target=-1.0)
     with pytest.raises(ValueError, match="regrip"):
         ScriptedRotator(gym.make("CenicAllegro-v0"), regrip=-1)
+
+
+def test_scripted_rotator_reach_gating_follows_the_cube():
+    """Reach gating (``reach_tol``): at the start position the middle fingertip reaches the cube's front edge;
+    with the cube 6 cm further back (behind every fingertip's reach, x ≈ −0.105 m) it does not; bad tolerances
+    raise, naming the argument."""
+    from cenic_gym.envs.allegro_cube import NOMINAL, ScriptedRotator
+    env = gym.make("CenicAllegro-v0")
+    policy = ScriptedRotator(env, reach_tol=0.008)
+    centre = np.array([-0.045, 0.0, 0.0])
+    q_middle = NOMINAL[4:8]
+    assert policy._reaches(1, centre, math.radians(10.0), q_middle)
+    assert not policy._reaches(1, centre + np.array([-0.06, 0.0, 0.0]), math.radians(10.0), q_middle)
+    with pytest.raises(ValueError, match="reach_tol"):
+        ScriptedRotator(env, reach_tol=0.0)

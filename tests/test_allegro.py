@@ -261,6 +261,7 @@ def test_scripted_rotator_reach_gating_follows_the_cube():
     raise, naming the argument."""
     from cenic_gym.envs.allegro_cube import NOMINAL, ScriptedRotator
     env = gym.make("CenicAllegro-v0")
+    env.reset(seed=0)  # the episode's cube size
     policy = ScriptedRotator(env, reach_tol=0.008)
     centre = np.array([-0.045, 0.0, 0.0])
     q_middle = NOMINAL[4:8]

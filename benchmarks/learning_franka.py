@@ -57,11 +57,13 @@ def section(name, run, command):
                        ("stable-baselines3", "torch", "gymnasium"),
                        note=f"; 1/5/15-min load {', '.join(f'{x:.1f}' for x in run['load_after'])} at end")
     final = run["final"]
+    workers = run.get("workers", 0)
+    where = "in process" if not workers else f"over {workers} Ray workers"
     lines += [
         f"Run `{name}`: SB3 PPO on `{ENV_ID}` for {run['wall_s'] / 60:.1f} min of wall time, {ev[-1]['steps']} env "
         f"steps ({ev[-1]['steps'] / run['wall_s']:.0f} env steps/s with learning and evaluation included).",
         f"Config (`cenic_gym/train/configs.py` `PICK_PLACE_PPO`): env `{cfg['env_kwargs']}`, training envs only "
-        f"`{cfg['train_env_kwargs']}`, {cfg['num_envs']} envs in process, VecNormalize, PPO `{cfg['sb3']}`.",
+        f"`{cfg['train_env_kwargs']}`, {cfg['num_envs']} envs {where}, VecNormalize, PPO `{cfg['sb3']}`.",
         "Evaluation: the unmodified task (no grasped starts), deterministic policy, "
         f"{cfg['eval_episodes']} episodes per point on held-out seeds; success = `info[\"is_success\"]` at the "
         "episode's end (box within 2.5 cm of the target, upright, resting, released, still).", "",
@@ -120,7 +122,7 @@ def main():
             if run_dir.exists():
                 shutil.rmtree(run_dir)
             wall, cfg, path = train_run(a, run_dir)
-            summary[a.name] = dict(wall_s=wall, evals=curve(run_dir), load_before=load0, load_after=os.getloadavg(),
+            summary[a.name] = dict(wall_s=wall, evals=curve(run_dir), load_before=load0, load_after=os.getloadavg(), workers=a.workers,
                                    config=cfg, command="`python benchmarks/learning_franka.py "
                                    + " ".join(sys.argv[1:]) + "`")
         elif a.name not in summary:

@@ -216,6 +216,8 @@ def scaling_run(env_id, env_kwargs, k, vector_steps, rounds):
 def main():
     import ray
 
+    from cenic_gym.vector import init_ray
+
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="CenicFranka-v0")
     p.add_argument("--env-kwargs", default="{}", help="JSON dict of gym.make kwargs for the scaling runs")
@@ -229,7 +231,7 @@ def main():
     p.add_argument("--out", default=str(REPO / "benchmarks" / "ray_scaling.json"))
     a = p.parse_args()
     kwargs = {"max_episode_steps": 200, **json.loads(a.env_kwargs)}
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    init_ray(num_cpus=2)
     result = json.loads(open(a.out).read()) if os.path.exists(a.out) else {}
     result["machine"] = dict(machine=machine_line(), code=git_rev(), load_before=os.getloadavg(),
                              versions=versions("ray", "gymnasium", "numba"))

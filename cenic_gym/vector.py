@@ -193,6 +193,18 @@ def _positive_int(name, value):
     return int(value)
 
 
+def init_ray(address: str | None = None, **kwargs):
+    """Start Ray (or join the cluster at ``address``) unless it is running, without the dashboard
+    (``include_dashboard=False``) and without forwarding the workers' stdout/stderr to this process
+    (``log_to_driver=False``; the workers' logs stay in Ray's session folder): on a small machine those processes
+    take CPU from the actors. ``kwargs`` go to ``ray.init``. A Ray already initialized (e.g. the user's own
+    ``ray.init(address=...)``) is left as it is."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address, **{"include_dashboard": False, "log_to_driver": False, **kwargs})
+
+
 def restart_seed(seed, restarts):
     """Seed of a sub-env re-created after its actor's ``restarts``-th restart (None stays None): a pure function of
     the sub-env's seed and the count, so a recovered run is reproducible."""
@@ -218,7 +230,9 @@ class RayVectorEnv(VectorEnv):
         max_restarts: actor restarts allowed over the life of this vector env before ``RuntimeError`` (>= 0).
         copy: return copies of the batched observation (Gymnasium's ``copy`` flag).
 
-    Starts Ray with ``ray.init()`` if it is not running (on a cluster, call ``ray.init(address=...)`` first).
+    Starts Ray with :func:`init_ray` (no dashboard, no log forwarding) if it is not running; on a cluster, call
+    ``ray.init(address=...)`` first (``include_dashboard=False, log_to_driver=False`` are recommended there too when
+    the driver shares a small machine with actors; ``RAY_USAGE_STATS_ENABLED=0`` turns usage reporting off).
     """
 
     def __init__(self, env: str | Callable[[], gym.Env], num_envs: int, *, env_kwargs: dict | None = None,
@@ -260,8 +274,7 @@ class RayVectorEnv(VectorEnv):
         self.actor_options = {"num_cpus": 1, "scheduling_strategy": "SPREAD", **(actor_options or {})}
         self.restarts = 0
 
-        if not ray.is_initialized():
-            ray.init()
+        init_ray()
         self._remote = ray.remote(EnvWorker)
         self.slices = [list(range(k, min(k + self.envs_per_actor, self.num_envs)))
                        for k in range(0, self.num_envs, self.envs_per_actor)]

@@ -111,7 +111,8 @@ def main():
         result["settings"][s] = dict(iterations=its, est_idle_env_steps_per_s=est, measured_env_steps_per_s=wall,
                                      load=os.getloadavg()[0])
         last = its[-1]
-        print(f"{s}: estimated idle {', '.join(f'{x:.0f}' for x in est)} env steps/s (measured {', '.join(f'{x:.0f}' for x in wall)} "
+        print(f"{s}: estimated idle {', '.join(f'{x:.0f}' for x in est)} env steps/s (measured "
+              f"{', '.join(f'{x:.0f}' for x in wall)} "
               f"at load {os.getloadavg()[0]:.2f}); per iteration of 2048 env steps: driver CPU rollout "
               f"{last['driver_rollout_cpu_s']:.2f} s, update {last['driver_update_cpu_s']:.2f} s; actors CPU "
               f"{[round(x, 2) for x in last['actors_cpu_s']]} s; Ray's other processes {last['ray_other_cpu_s']:.2f} s",

@@ -238,8 +238,8 @@ class RayVectorEnv(VectorEnv):
         max_restarts: actor restarts allowed over the life of this vector env before ``RuntimeError`` (>= 0).
         copy: return copies of the batched observation (Gymnasium's ``copy`` flag).
 
-    Starts Ray with :func:`init_ray` (no dashboard, log forwarding, task events) if it is not running; on a cluster, call
-    ``ray.init(address=...)`` first (``include_dashboard=False, log_to_driver=False`` are recommended there too when
+    Starts Ray with :func:`init_ray` (no dashboard, log forwarding, task events) if it is not running; on a
+    cluster, call ``ray.init(address=...)`` first (``include_dashboard=False, log_to_driver=False`` are recommended there too when
     the driver shares a small machine with actors; ``RAY_USAGE_STATS_ENABLED=0`` turns usage reporting off).
     """
 

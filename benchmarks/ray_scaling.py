@@ -19,7 +19,9 @@ measured on CartPole-v1 (an env that costs ~10 us, so the difference is the roun
 Memory: VmRSS (/proc) of each actor process with 1 and with ``envs_per_actor`` envs; per env = the difference /
 (envs_per_actor - 1). CPU: user + system time of the actor processes (/proc) per env step against this
 process's CPU time per in-process env step (cpu_efficiency: how much of an actor's CPU goes into env steps; on a
-shared machine the wall-clock efficiency also measures what the other processes take). Soak: a 1-actor, 1-env
+shared machine the wall-clock efficiency also measures what the other processes take), and CPU per vector step of
+every process (driver, actors, raylet, gcs_server, Ray's agents and monitors: all processes this one started). Ray is
+started with ``cenic_gym.vector.init_ray`` (no dashboard, log forwarding, task events). Soak: a 1-actor, 1-env
 vector env (``--soak-env-kwargs``: a cheap configuration so that 10^5 steps fit in minutes), RSS of driver and actor every ``soak/20`` steps; growth after warm-up = last / the
 sample at 10 % of the run - 1. Prints the machine and its load average (the machine may be shared).
 """

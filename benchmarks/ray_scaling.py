@@ -19,7 +19,9 @@ measured on CartPole-v1 (an env that costs ~10 us, so the difference is the roun
 Memory: VmRSS (/proc) of each actor process with 1 and with ``envs_per_actor`` envs; per env = the difference /
 (envs_per_actor - 1). CPU: user + system time of the actor processes (/proc) per env step against this
 process's CPU time per in-process env step (cpu_efficiency: how much of an actor's CPU goes into env steps; on a
-shared machine the wall-clock efficiency also measures what the other processes take). Soak: a 1-actor, 1-env
+shared machine the wall-clock efficiency also measures what the other processes take), and CPU per vector step of
+every process (driver, actors, raylet, gcs_server, Ray's agents and monitors: all processes this one started). Ray is
+started with ``cenic_gym.vector.init_ray`` (no dashboard, log forwarding, task events). Soak: a 1-actor, 1-env
 vector env (``--soak-env-kwargs``: a cheap configuration so that 10^5 steps fit in minutes), RSS of driver and actor every ``soak/20`` steps; growth after warm-up = last / the
 sample at 10 % of the run - 1. Prints the machine and its load average (the machine may be shared).
 """
@@ -51,6 +53,33 @@ def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ray_processes():
+    """{pid: group} of this process (``driver``) and every process it started, directly or not (Ray's
+    ``gcs_server``, ``raylet``, agents, monitors and worker processes), grouped by process name."""
+    import psutil
+
+    me = psutil.Process()
+    out = {me.pid: "driver"}
+    for p in me.children(recursive=True):
+        try:
+            out[p.pid] = p.name().split(" ")[0]
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def cpu_by_group(procs):
+    """{group: user + system CPU s so far} of the processes ``procs`` ({pid: group}); a process gone counts 0."""
+    out = {}
+    for pid, group in procs.items():
+        try:
+            c = cpu_s(pid)
+        except FileNotFoundError:
+            c = 0.0
+        out[group] = out.get(group, 0.0) + c
+    return out
 
 
 def actor_pids(venv):
@@ -113,16 +142,20 @@ def vector_rate(env_id, env_kwargs, actors, per_actor, vector_steps, seed=0, act
         venv.reset(seed=seed)
         venv.step(actions[0])
         pids = actor_pids(venv)
+        procs = {**ray_processes(), **{p: "actors" for p in pids}}
+        g0 = cpu_by_group(procs)
         c0 = sum(cpu_s(p) for p in pids)
         t0 = time.perf_counter()
         for batch in actions[1:vector_steps + 1]:
             venv.step(batch)
         dt = time.perf_counter() - t0
         cpu = (sum(cpu_s(p) for p in pids) - c0) / (actors * per_actor * vector_steps)
+        g1 = cpu_by_group(procs)
         rss = [rss_mb(p) for p in pids]
     finally:
         venv.close()
-    return actors * per_actor * vector_steps / dt, dt / vector_steps, rss, cpu
+    by_group = {g: (g1[g] - g0[g]) / vector_steps * 1e3 for g in sorted(g1)}
+    return actors * per_actor * vector_steps / dt, dt / vector_steps, rss, cpu, by_group
 
 
 def soak(env_id, env_kwargs, steps, samples=20, seed=0):
@@ -159,8 +192,10 @@ def scaling_run(env_id, env_kwargs, k, vector_steps, rounds):
         for w in (1, 2):
             actions = batched_actions(env_id, env_kwargs, w * k, vector_steps, seed=r)
             base, base_cpu = in_process_same(env_id, env_kwargs, w * k, actions, seed=r)
-            sps, per_step, rss, cpu = vector_rate(env_id, env_kwargs, w, k, vector_steps, seed=r, actions=actions)
+            sps, per_step, rss, cpu, by_group = vector_rate(env_id, env_kwargs, w, k, vector_steps, seed=r,
+                                                            actions=actions)
             runs[str(w)] = dict(env_steps_per_s=sps, s_per_vector_step=per_step, actor_rss_mb=rss,
+                                cpu_ms_per_vector_step=by_group,
                                 in_process_env_steps_per_s=base, in_process_cpu_ms_per_env_step=base_cpu * 1e3,
                                 efficiency_per_core=sps / (w * base), actor_cpu_ms_per_env_step=cpu * 1e3,
                                 cpu_efficiency=base_cpu / cpu)
@@ -170,6 +205,9 @@ def scaling_run(env_id, env_kwargs, k, vector_steps, rounds):
             f"process (efficiency per core {v['efficiency_per_core']:.2f}; CPU per env step: actors "
             f"{v['actor_cpu_ms_per_env_step']:.2f} ms, in process {v['in_process_cpu_ms_per_env_step']:.2f} ms)"
             for w, v in runs.items()) + f"; load {os.getloadavg()[0]:.2f}", flush=True)
+        for w, v in runs.items():
+            print(f"  {w} worker(s), CPU ms per vector step by process: " + ", ".join(
+                f"{g} {ms:.2f}" for g, ms in v["cpu_ms_per_vector_step"].items()), flush=True)
     med = {w: statistics.median(r["workers"][w]["efficiency_per_core"] for r in out) for w in ("1", "2")}
     print(f"{k} envs per actor: median efficiency per core over {rounds} rounds: 1 worker {med['1']:.2f}, "
           f"2 workers {med['2']:.2f}", flush=True)
@@ -179,6 +217,8 @@ def scaling_run(env_id, env_kwargs, k, vector_steps, rounds):
 
 def main():
     import ray
+
+    from cenic_gym.vector import init_ray
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="CenicFranka-v0")
@@ -193,7 +233,7 @@ def main():
     p.add_argument("--out", default=str(REPO / "benchmarks" / "ray_scaling.json"))
     a = p.parse_args()
     kwargs = {"max_episode_steps": 200, **json.loads(a.env_kwargs)}
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    init_ray(num_cpus=2)
     result = json.loads(open(a.out).read()) if os.path.exists(a.out) else {}
     result["machine"] = dict(machine=machine_line(), code=git_rev(), load_before=os.getloadavg(),
                              versions=versions("ray", "gymnasium", "numba"))
@@ -206,7 +246,7 @@ def main():
             steps = 2000 if env_id == "CartPole-v1" else 200
             actions = batched_actions(env_id, ekw, 1, steps)
             inproc = 1.0 / in_process_same(env_id, ekw, 1, actions)[0]
-            _, per_step, rss1, _ = vector_rate(env_id, ekw, 1, 1, steps, actions=actions)
+            _, per_step, rss1, _, _ = vector_rate(env_id, ekw, 1, 1, steps, actions=actions)
             over[env_id] = dict(in_process_ms=inproc * 1e3, ray_ms=per_step * 1e3,
                                 overhead_ms=(per_step - inproc) * 1e3, actor_rss_mb=rss1[0])
             print(f"overhead {env_id}: {over[env_id]}", flush=True)

@@ -8,11 +8,13 @@ limit, solver failure ``info["sim_failure"]``, env exception ``info["env_error"]
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import iterate
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from .vector import RayVectorEnv
@@ -43,19 +45,19 @@ class SB3VecEnv(VecEnv):
         self._actions = actions
 
     def step_wait(self):
-        per_env = self.venv.step_list(self._actions)
-        obs = self.venv._batch([item[0] for item in per_env])
-        rewards = np.array([item[1] for item in per_env], dtype=np.float32)
-        dones = np.array([item[2] or item[3] for item in per_env], dtype=np.bool_)
+        r = self.venv.step_packed(self._actions)
+        dones = r.terminated | r.truncated
         infos = []
-        for obs_i, _, terminated, truncated, info in per_env:
-            info = dict(info)
-            if terminated or truncated:
-                info["terminal_observation"] = info.pop("final_obs", obs_i)
+        for i, info in enumerate(r.infos):
+            if dones[i]:
+                info = dict(info)
+                final = info.pop("final_obs", None)  # absent when the sub-env's reset failed: its last obs
+                info["terminal_observation"] = final if final is not None else \
+                    next(itertools.islice(iterate(self.venv.single_observation_space, r.obs), i, None))
                 info.pop("final_info", None)
-                info["TimeLimit.truncated"] = bool(truncated and not terminated)
+                info["TimeLimit.truncated"] = bool(r.truncated[i] and not r.terminated[i])
             infos.append(info)
-        return obs, rewards, dones, infos
+        return r.obs, r.rewards.astype(np.float32), dones, infos
 
     def close(self):
         self.venv.close()

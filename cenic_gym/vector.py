@@ -35,7 +35,7 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -53,6 +53,7 @@ class EnvWorker:
 
     def __init__(self, make_env, indices, autoreset_mode, seeds=None, needs_reset=False):
         self.envs = [make_env() for _ in indices]
+        self.space = self.envs[0].observation_space
         self.indices = list(indices)
         self.mode = autoreset_mode
         self.seeds = list(seeds) if seeds is not None else [None] * len(self.envs)
@@ -70,18 +71,27 @@ class EnvWorker:
         return e.observation_space, e.action_space, dict(e.metadata), e.spec
 
     def reset(self, seeds, options):
-        out = []
+        """Reset every sub-env -> (batched observations, list of infos)."""
+        infos = []
         for j, env in enumerate(self.envs):
             obs, info = env.reset(seed=seeds[j], options=options)
             self.last_obs[j] = obs
             self.seeds[j] = None
             self.needs_reset[j] = False
-            out.append((obs, info))
-        return out
+            infos.append(info)
+        return self._batch(self.last_obs), infos
 
     def step(self, actions):
-        """One action per sub-env -> a list of (obs, reward, terminated, truncated, info)."""
-        return [self._step_one(j, a) for j, a in enumerate(actions)]
+        """One action per sub-env (an array with one row per sub-env, a list, or None: resets only) -> one packed
+        result (:class:`Packed`: batched observations, rewards, flags as arrays, one info dict per sub-env), so
+        that the driver handles one small message per actor and no per-sub-env tuples."""
+        items = [self._step_one(j, None if actions is None else actions[j]) for j in range(len(self.envs))]
+        return Packed(self._batch([it[0] for it in items]), np.array([it[1] for it in items], dtype=np.float64),
+                      np.array([it[2] for it in items], dtype=np.bool_),
+                      np.array([it[3] for it in items], dtype=np.bool_), [it[4] for it in items])
+
+    def _batch(self, obs_list):
+        return concatenate(self.space, obs_list, create_empty_array(self.space, n=len(obs_list), fn=np.empty))
 
     def _step_one(self, j, action):
         env = self.envs[j]
@@ -143,6 +153,30 @@ def _describe(e):
     return f"{type(e).__name__}: {e}"
 
 
+class Packed(NamedTuple):
+    """The result of one actor's ``step`` for its ``n`` sub-envs: ``obs`` batched as the observation space's
+    ``batch_space(space, n)``, ``rewards`` (n,) float64, ``terminated`` / ``truncated`` (n,) bool, ``infos`` one
+    dict per sub-env."""
+
+    obs: Any
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    infos: list
+
+
+def concat_batches(space, batches, out):
+    """Write the batches ``batches`` (each batched as ``batch_space(space, n_k)``) one after another into ``out``
+    (batched as ``batch_space(space, sum n_k)``) and return it: one ``np.concatenate`` per array leaf."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: concat_batches(s, [b[k] for b in batches], out[k]) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(concat_batches(s, [b[i] for b in batches], out[i]) for i, s in enumerate(space.spaces))
+    if isinstance(out, np.ndarray):
+        return np.concatenate(batches, axis=0, out=out)
+    return concatenate(space, [x for b in batches for x in iterate(space, b)], out)
+
+
 class _MakeEnv:
     """Picklable factory: ``gym.make(env_id, **kwargs)`` (importing cenic_gym registers our ids in the worker)."""
 
@@ -157,6 +191,26 @@ def _positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
+
+
+LEAN_SYSTEM_CONFIG = {"task_events_report_interval_ms": 0}  # no task events (``ray list tasks``, dashboard)
+
+
+def init_ray(address: str | None = None, **kwargs):
+    """Start Ray (or join the cluster at ``address``) unless it is running, without the dashboard
+    (``include_dashboard=False``), without forwarding the workers' stdout/stderr to this process
+    (``log_to_driver=False``; the workers' logs stay in Ray's session folder) and, for a local Ray it starts, without
+    task-event reporting (:data:`LEAN_SYSTEM_CONFIG`: ~0.2–0.3 ms less CPU per actor call, driver and actor together,
+    ``benchmarks/RESULTS.md``): on a small machine all of these take CPU from the actors. ``kwargs`` go to
+    ``ray.init``. A Ray already initialized (e.g. the user's own ``ray.init(address=...)``) is left as it is."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    lean = {"include_dashboard": False, "log_to_driver": False}
+    if address is None:  # a cluster's system config is its own
+        lean["_system_config"] = dict(LEAN_SYSTEM_CONFIG)
+    ray.init(address=address, **{**lean, **kwargs})
 
 
 def restart_seed(seed, restarts):
@@ -184,7 +238,9 @@ class RayVectorEnv(VectorEnv):
         max_restarts: actor restarts allowed over the life of this vector env before ``RuntimeError`` (>= 0).
         copy: return copies of the batched observation (Gymnasium's ``copy`` flag).
 
-    Starts Ray with ``ray.init()`` if it is not running (on a cluster, call ``ray.init(address=...)`` first).
+    Starts Ray with :func:`init_ray` (no dashboard, log forwarding, task events) if it is not running; on a
+    cluster, call ``ray.init(address=...)`` first (``include_dashboard=False, log_to_driver=False`` are recommended there too when
+    the driver shares a small machine with actors; ``RAY_USAGE_STATS_ENABLED=0`` turns usage reporting off).
     """
 
     def __init__(self, env: str | Callable[[], gym.Env], num_envs: int, *, env_kwargs: dict | None = None,
@@ -226,8 +282,7 @@ class RayVectorEnv(VectorEnv):
         self.actor_options = {"num_cpus": 1, "scheduling_strategy": "SPREAD", **(actor_options or {})}
         self.restarts = 0
 
-        if not ray.is_initialized():
-            ray.init()
+        init_ray()
         self._remote = ray.remote(EnvWorker)
         self.slices = [list(range(k, min(k + self.envs_per_actor, self.num_envs)))
                        for k in range(0, self.num_envs, self.envs_per_actor)]
@@ -246,7 +301,7 @@ class RayVectorEnv(VectorEnv):
         self.render_mode = None
         self._obs = create_empty_array(obs_space, n=self.num_envs, fn=np.zeros)
         self._seeds: list[int | None] = [None] * self.num_envs
-        self._last_obs: list[Any] = [None] * self.num_envs
+        self._actor_obs: list[Any] = [None] * len(self.actors)  # each actor's last batched observation
         self.closed = False
 
     # -- actors --------------------------------------------------------------------------------------------------
@@ -316,61 +371,59 @@ class RayVectorEnv(VectorEnv):
                 else:
                     results[k] = r
             pending = retry
-        per_env = [item for r in results for item in r]
         infos: dict = {}
-        for i, (obs, info) in enumerate(per_env):
-            self._last_obs[i] = obs
-            infos = self._add_info(infos, info, i)
-        return self._batch([o for o, _ in per_env]), infos
+        for k, (obs, actor_infos) in enumerate(results):
+            self._actor_obs[k] = obs
+            for i, info in zip(self.slices[k], actor_infos):
+                infos = self._add_info(infos, info, i)
+        return self._join([obs for obs, _ in results]), infos
 
-    def step_list(self, actions):
-        """Step every sub-env: ``actions`` batched as ``action_space``; returns a list of ``num_envs`` tuples
-        (obs, reward, terminated, truncated, info), one per sub-env, before batching (the SB3 adapter uses it)."""
-        if self._last_obs[0] is None:
+    def step_packed(self, actions) -> Packed:
+        """Step every sub-env: ``actions`` batched as ``action_space``; returns the whole batch packed
+        (:class:`Packed`: batched observations, rewards, flags, and the list of ``num_envs`` info dicts, not yet
+        merged into Gymnasium's vector-info dict; the SB3 adapter uses it). Each actor gets its rows of the
+        actions as one array (Box action spaces) and returns one :class:`Packed`."""
+        if self._actor_obs[0] is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         acts = _check_actions(actions, self.single_action_space, self.action_space, self.num_envs)
-        futures = [a.step.remote([acts[i] for i in idx]) for a, idx in zip(self.actors, self.slices)]
+        futures = [a.step.remote(acts[idx[0]:idx[-1] + 1]) for a, idx in zip(self.actors, self.slices)]
         got = self._gather(futures)
-        per_env: list = [None] * self.num_envs
         for k, r in enumerate(got):
             if isinstance(r, Exception):
-                r = self._recover(k, r)
-            for i, item in zip(self.slices[k], r):
-                per_env[i] = item
-                self._last_obs[i] = item[0]
-        return per_env
+                got[k] = self._recover(k, r)
+            self._actor_obs[k] = got[k].obs
+        return Packed(self._join([r.obs for r in got]), np.concatenate([r.rewards for r in got]),
+                      np.concatenate([r.terminated for r in got]), np.concatenate([r.truncated for r in got]),
+                      [info for r in got for info in r.infos])
 
-    def _recover(self, k, error):
-        """Results for the sub-envs of dead actor ``k``: each episode truncated with the reason in info."""
+    def _recover(self, k, error) -> Packed:
+        """The result for the sub-envs of dead actor ``k``: each episode truncated with the reason in info."""
         import ray
 
         reason = self._restart(k, error)
-        out = []
+        n = len(self.slices[k])
+        last = self._actor_obs[k]
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:  # the new actor resets them on the next step
-            for i in self.slices[k]:
-                out.append((self._last_obs[i], 0.0, False, True, {"actor_restarted": reason}))
-            return out
+            return Packed(last, np.zeros(n), np.zeros(n, np.bool_), np.ones(n, np.bool_),
+                          [{"actor_restarted": reason} for _ in range(n)])
         try:
-            fresh = ray.get(self.actors[k].step.remote([None] * len(self.slices[k])))  # performs the resets
+            fresh = ray.get(self.actors[k].step.remote(None))  # performs the resets
         except ray.exceptions.RayActorError as e:
             return self._recover(k, e)
-        for i, (obs, _, _, _, info) in zip(self.slices[k], fresh):
-            out.append((obs, 0.0, False, True, {**info, "actor_restarted": reason,
-                                                "final_obs": self._last_obs[i], "final_info": {}}))
-        return out
+        infos = [{**info, "actor_restarted": reason, "final_obs": obs, "final_info": {}}
+                 for info, obs in zip(fresh.infos, iterate(self.single_observation_space, last))]
+        return Packed(fresh.obs, np.zeros(n), np.zeros(n, np.bool_), np.ones(n, np.bool_), infos)
 
     def step(self, actions):
-        per_env = self.step_list(actions)
+        r = self.step_packed(actions)
         infos: dict = {}
-        for i, item in enumerate(per_env):
-            infos = self._add_info(infos, item[4], i)
-        rewards = np.array([item[1] for item in per_env], dtype=np.float64)
-        terminated = np.array([item[2] for item in per_env], dtype=np.bool_)
-        truncated = np.array([item[3] for item in per_env], dtype=np.bool_)
-        return self._batch([item[0] for item in per_env]), rewards, terminated, truncated, infos
+        for i, info in enumerate(r.infos):
+            infos = self._add_info(infos, info, i)
+        return r.obs, r.rewards, r.terminated, r.truncated, infos
 
-    def _batch(self, obs_list):
-        self._obs = concatenate(self.single_observation_space, obs_list, self._obs)
+    def _join(self, batches):
+        """The actors' batched observations as one batch (a copy unless ``copy=False``)."""
+        self._obs = concat_batches(self.single_observation_space, batches, self._obs)
         return copy.deepcopy(self._obs) if self.copy else self._obs
 
     # -- attributes and methods of the sub-envs ------------------------------------------------------------------
@@ -439,13 +492,14 @@ class RayVectorEnv(VectorEnv):
 
 
 def _check_actions(actions, single_space, space, n):
-    """Batched actions -> list of per-sub-env actions; a wrong shape raises ValueError naming it."""
+    """Batched actions -> one row per sub-env (the array itself for Box spaces, else a list); a wrong shape raises
+    ValueError naming it."""
     if isinstance(single_space, gym.spaces.Box):
         a = np.asarray(actions)
         if a.shape != space.shape:
             raise ValueError(f"actions must have shape {space.shape} ({n} sub-envs x {single_space.shape}), "
                              f"got shape {a.shape}")
-        return list(a)
+        return a
     out = list(iterate(space, actions))
     if len(out) != n:
         raise ValueError(f"expected {n} actions, got {len(out)}")

@@ -212,3 +212,23 @@ def test_bad_env_option_and_bad_calls(ray_local):
             venv.get_attr("control_period", indices=[5])
     finally:
         venv.close()
+
+
+def test_concat_batches_matches_gymnasium_concatenate():
+    """The actors' batches joined leaf by leaf equal Gymnasium's concatenate of all the rows (Dict, Tuple, Box,
+    Discrete), written into the given output."""
+    from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+    from cenic_gym.vector import concat_batches
+
+    space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (3,), np.float32),
+                             "b": gym.spaces.Tuple((gym.spaces.Discrete(4), gym.spaces.Box(0, 1, (2, 2))))})
+    space.seed(0)
+    sizes = [3, 1, 2]
+    batches = [batch_space(space, n).sample() for n in sizes]
+    out = create_empty_array(space, n=sum(sizes), fn=np.zeros)
+    joined = concat_batches(space, batches, out)
+    rows = [x for b, n in zip(batches, sizes) for x in iterate(batch_space(space, n), b)]
+    want = concatenate(space, rows, create_empty_array(space, n=sum(sizes), fn=np.zeros))
+    assert joined["a"] is out["a"] and np.array_equal(joined["a"], want["a"])
+    assert np.array_equal(joined["b"][0], want["b"][0]) and np.array_equal(joined["b"][1], want["b"][1])

@@ -64,11 +64,9 @@ def limit_threads():
 
 def ensure_ray(address: str | None = None):
     """Start (or join, with ``address``) Ray if it is not running; workers inherit one-thread settings."""
-    import ray
+    from cenic_gym.vector import init_ray
 
-    if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": dict(THREAD_VARS)})
+    init_ray(address, runtime_env={"env_vars": dict(THREAD_VARS)})
 
 
 def check_positive_int(name, value, minimum=1):

@@ -24,6 +24,10 @@ every process (driver, actors, raylet, gcs_server, Ray's agents and monitors: al
 started with ``cenic_gym.vector.init_ray`` (no dashboard, log forwarding, task events). Soak: a 1-actor, 1-env
 vector env (``--soak-env-kwargs``: a cheap configuration so that 10^5 steps fit in minutes), RSS of driver and actor every ``soak/20`` steps; growth after warm-up = last / the
 sample at 10 % of the run - 1. Prints the machine and its load average (the machine may be shared).
+Ceiling (``--ceiling``): the machine's own two-core scaling, without Ray: the same in-process work
+(:func:`in_process_same`, ``k`` sub-envs, seed r) in one plain OS process alone, then in two plain processes at
+once (both the same work, loops started together at a set time after their setup); efficiency = the sum of their
+env steps/s / (2 x the alone rate). Two workers cannot beat it, since they are two such processes plus Ray.
 """
 from __future__ import annotations
 
@@ -215,7 +219,55 @@ def scaling_run(env_id, env_kwargs, k, vector_steps, rounds):
                 median_efficiency_per_core=med)
 
 
+def child_rate(env_id, env_kwargs, k, vector_steps, seed, start_at):
+    """Run :func:`in_process_same` in a new Python process whose timed loop starts at time ``start_at`` (epoch s);
+    returns the Popen (its stdout: env steps/s)."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, __file__, "--child", json.dumps(
+        dict(env=env_id, env_kwargs=env_kwargs, k=k, vector_steps=vector_steps, seed=seed, start_at=start_at))],
+        stdout=subprocess.PIPE, text=True)
+
+
+def ceiling_run(env_id, env_kwargs, k, vector_steps, rounds, lead=8.0):
+    """``rounds`` rounds of: the work of ``k`` sub-envs in one plain process alone, then in two plain processes at
+    once (both seed r: the same work as alone); per round the efficiency per core = (sum of the two rates) / (2 x alone rate)."""
+    out = []
+    for r in range(rounds):
+        alone = float(child_rate(env_id, env_kwargs, k, vector_steps, r, time.time() + lead).communicate()[0])
+        start = time.time() + lead
+        pair = [child_rate(env_id, env_kwargs, k, vector_steps, seed, start) for seed in (r, r)]
+        rates = [float(c.communicate()[0]) for c in pair]
+        out.append(dict(alone=alone, together=rates, efficiency_per_core=sum(rates) / (2 * alone),
+                        load=os.getloadavg()[0]))
+        print(f"ceiling without Ray, {k} envs per process, round {r}: alone {alone:.1f} env steps/s, two at once "
+              f"{rates[0]:.1f} + {rates[1]:.1f} (efficiency per core {out[-1]['efficiency_per_core']:.2f}); load "
+              f"{os.getloadavg()[0]:.2f}", flush=True)
+    med = statistics.median(o["efficiency_per_core"] for o in out)
+    print(f"ceiling without Ray, {k} envs per process: median efficiency per core over {rounds} rounds {med:.2f}",
+          flush=True)
+    return dict(envs_per_process=k, env=env_id, vector_steps=vector_steps, rounds=out,
+                median_efficiency_per_core=med)
+
+
+def child_main(arg):
+    """The --child mode of :func:`child_rate`: build, wait for ``start_at``, print env steps/s."""
+    c = json.loads(arg)
+    actions = batched_actions(c["env"], c["env_kwargs"], c["k"], c["vector_steps"], seed=c["seed"])
+    for e in [gym.make(c["env"], **c["env_kwargs"])]:  # warm the numba cache and imports before the start time
+        e.reset(seed=c["seed"])
+        e.step(actions[0][0])
+        e.close()
+    time.sleep(max(0.0, c["start_at"] - time.time()))
+    print(in_process_same(c["env"], c["env_kwargs"], c["k"], actions, seed=c["seed"])[0])
+
+
 def main():
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        return child_main(sys.argv[2])
     import ray
 
     from cenic_gym.vector import init_ray
@@ -230,9 +282,14 @@ def main():
     p.add_argument("--soak", type=int, default=0, help="vector steps of the soak (0: none)")
     p.add_argument("--soak-env-kwargs", default='{"fixed_step": 0.05}')
     p.add_argument("--skip-scaling", action="store_true")
+    p.add_argument("--ceiling", action="store_true",
+                   help="also measure the machine's two-core scaling without Ray (two plain processes at once)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "ray_scaling.json"))
     a = p.parse_args()
     kwargs = {"max_episode_steps": 200, **json.loads(a.env_kwargs)}
+    # before Ray starts, so that its idle processes do not take CPU from the plain processes
+    ceiling = {f"{k}_envs_per_process": ceiling_run(a.env, kwargs, k, a.vector_steps, a.rounds)
+               for k in a.envs_per_actor} if a.ceiling else None
     init_ray(num_cpus=2)
     result = json.loads(open(a.out).read()) if os.path.exists(a.out) else {}
     result["machine"] = dict(machine=machine_line(), code=git_rev(), load_before=os.getloadavg(),
@@ -258,6 +315,8 @@ def main():
                                 mem_actor_k_envs_mb=rssk, driver_rss_mb=rss_mb(os.getpid()))
         print(f"memory per env {(rssk - rss1) / (k - 1):.1f} MB, actor with 1 env {rss1:.0f} MB, with {k} envs "
               f"{rssk:.0f} MB", flush=True)
+    if ceiling:
+        result["ceiling"] = ceiling
     if a.soak:
         skw = {"max_episode_steps": 200, **json.loads(a.soak_env_kwargs)}
         t0 = time.perf_counter()

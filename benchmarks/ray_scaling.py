@@ -35,6 +35,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import gymnasium as gym
@@ -222,9 +224,6 @@ def scaling_run(env_id, env_kwargs, k, vector_steps, rounds):
 def child_rate(env_id, env_kwargs, k, vector_steps, seed, start_at):
     """Run :func:`in_process_same` in a new Python process whose timed loop starts at time ``start_at`` (epoch s);
     returns the Popen (its stdout: env steps/s)."""
-    import subprocess
-    import sys
-
     return subprocess.Popen([sys.executable, __file__, "--child", json.dumps(
         dict(env=env_id, env_kwargs=env_kwargs, k=k, vector_steps=vector_steps, seed=seed, start_at=start_at))],
         stdout=subprocess.PIPE, text=True)
@@ -255,17 +254,15 @@ def child_main(arg):
     """The --child mode of :func:`child_rate`: build, wait for ``start_at``, print env steps/s."""
     c = json.loads(arg)
     actions = batched_actions(c["env"], c["env_kwargs"], c["k"], c["vector_steps"], seed=c["seed"])
-    for e in [gym.make(c["env"], **c["env_kwargs"])]:  # warm the numba cache and imports before the start time
-        e.reset(seed=c["seed"])
-        e.step(actions[0][0])
-        e.close()
+    warm = gym.make(c["env"], **c["env_kwargs"])  # load the numba cache before the start time
+    warm.reset(seed=c["seed"])
+    warm.step(actions[0][0])
+    warm.close()
     time.sleep(max(0.0, c["start_at"] - time.time()))
     print(in_process_same(c["env"], c["env_kwargs"], c["k"], actions, seed=c["seed"])[0])
 
 
 def main():
-    import sys
-
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         return child_main(sys.argv[2])
     import ray

@@ -42,6 +42,7 @@ def default_config():
         table_xy=((-0.3, 0.9), (-0.6, 0.6)),  # table footprint: the box leaving it terminates
         success_radius=0.025, success_tilt=math.radians(15.0), rest_speed=0.05, rest_spin=0.5,
         lift_height=0.10,
+        place_zone=0.05,  # horizontal distance box -> target [m] within which the box may be lowered at no cost
         reward_scales=dict(reach=1.0, grasp=1.0, lift=2.0, transport=2.0, place=4.0, release=4.0,
                            action_rate=-0.01, table_collision=-1.0),
         randomization=dict(box_mass=(0.25, 0.6), box_mu=(0.6, 1.2), table_mu=(0.35, 0.7), arm_kp_scale=(0.8, 1.2),
@@ -128,14 +129,20 @@ class FrankaBoxEnv(CenicEnv):
 
     ## Rewards
 
-    reward = Σ scale_k · term_k (``info["reward/<k>"]`` holds each scaled term; scales in ``reward_scales``):
+    reward = Σ scale_k · term_k (``info["reward/<k>"]`` holds each scaled term; scales in ``reward_scales``). The
+    terms are staged: each stage pays its predecessors in full, so no later stage pays less than an earlier one (the
+    box released on the target earns every term; lowering the grasped box above the target keeps lift and
+    transport). With grasp = both fingers touch the box, Δz = box height above its resting height, d_xy = box →
+    target horizontally, near = d_xy < ``place_zone`` (5 cm), placed = d_xy < 2.5 cm, tilt < 15°, |Δz| < 1 cm, and
+    released = placed and no finger touches the box:
 
-    - reach (1): 1 − tanh(10 d), d = distance TCP → grasp point (3 cm below the box top)
-    - grasp (1): 1 when both fingers touch the box
-    - lift (2): grasp · clip(Δz / 0.10 m, 0, 1), Δz = box height above its resting height
-    - transport (2): grasp · lifted(Δz > 2 cm) · (1 − tanh(5 d_xy)), d_xy = box → target, horizontal
-    - place (4): upright · (1 − tanh(10 d)), d = box centre → target (at rest height); upright = tilt < 15°
-    - release (4): 1 when the box is placed (within 2.5 cm, upright) and no finger touches it
+    - reach (1): 1 when grasp or released, else 1 − tanh(10 d), d = distance TCP → grasp point (3 cm below the
+      box top)
+    - grasp (1): 1 when grasp or released
+    - lift (2): 1 when released, else grasp · (1 if near else clip(Δz / 0.10 m, 0, 1))
+    - transport (2): 1 when released, else grasp · [Δz > 2 cm or near] · (1 − tanh(5 d_xy))
+    - place (4): max(0, 1 − tilt / 90°) · (1 − tanh(10 d)), d = box centre → target (at rest height)
+    - release (4): released
     - action_rate (−0.01): ‖a − a_prev‖²
     - table_collision (−1): 1 when the hand or a finger touches the table
 
@@ -399,16 +406,18 @@ class FrankaBoxEnv(CenicEnv):
         left, right, table = self._contacts()
         grasp = float(left and right)
         dz = s["p_box"][2] - self.rest_z
-        upright = tilt(s["R_box"]) < c["success_tilt"]
-        d_place = np.linalg.norm(s["p_box"] - self.target)
-        placed = np.linalg.norm((s["p_box"] - self.target)[:2]) < c["success_radius"] and upright and abs(dz) < 0.01
+        d_xy = float(np.linalg.norm((s["p_box"] - self.target)[:2]))
+        tilt_box = tilt(s["R_box"])
+        placed = d_xy < c["success_radius"] and tilt_box < c["success_tilt"] and abs(dz) < 0.01
+        released = placed and not (left or right)  # the last stage: every earlier stage's term is paid in full
+        near = d_xy < c["place_zone"]  # above the target: lowering the box costs no lift or transport credit
         terms = dict(
-            reach=1.0 - math.tanh(10.0 * np.linalg.norm(self._grasp_point(s) - s["p_tcp"])),
-            grasp=grasp,
-            lift=grasp * min(max(dz / c["lift_height"], 0.0), 1.0),
-            transport=grasp * float(dz > 0.02) * (1.0 - math.tanh(5.0 * np.linalg.norm((s["p_box"] - self.target)[:2]))),
-            place=float(upright) * (1.0 - math.tanh(10.0 * d_place)),
-            release=float(placed and not (left or right)),
+            reach=1.0 if grasp or released else 1.0 - math.tanh(10.0 * np.linalg.norm(self._grasp_point(s) - s["p_tcp"])),
+            grasp=1.0 if released else grasp,
+            lift=1.0 if released else grasp * (1.0 if near else min(max(dz / c["lift_height"], 0.0), 1.0)),
+            transport=1.0 if released else grasp * float(dz > 0.02 or near) * (1.0 - math.tanh(5.0 * d_xy)),
+            place=max(0.0, 1.0 - 2.0 * tilt_box / math.pi) * (1.0 - math.tanh(10.0 * np.linalg.norm(s["p_box"] - self.target))),
+            release=float(released),
             action_rate=float(np.sum((action - prev_action) ** 2)),
             table_collision=float(table),
         )

@@ -217,13 +217,16 @@ def test_scripted_expert_places_the_box(seed):
     obs, _ = env.reset(seed=seed)
     expert = ScriptedExpert(env)
     expert.reset()
-    successes = []
+    successes, rewards = [], {}
     for k in range(200):
         obs, r, term, trunc, info = env.step(expert(obs))
         successes.append(info["is_success"])
+        rewards.setdefault(expert.plan[expert.phase][0], []).append(r)
         assert not term and trunc == (k == 199)  # the time limit ends it
     assert successes[-1] and sum(successes) >= 10
     assert -env.unwrapped.sim.stats.min_signed_distance < 1e-3
+    # the staged reward pays each later stage more: carrying above the target < set down < released
+    assert max(rewards["carry"]) < min(rewards["lower"][-3:]) < max(rewards["lower"]) < min(rewards["retreat"][-5:])
 
 
 def test_ee_delta_actions_move_the_tcp_in_the_world_frame():

@@ -31,23 +31,19 @@ current directory), from a working directory outside the repository, (2) removes
 path hook and path placeholder before importing anything of ours — no uninstall needed — and (3) reports the file
 of every ``cenic_gym*`` module it loaded; all must lie in the venv's site-packages, none in the checkout.
 
-**Numba cache.** cenic_gym's kernels are ``@njit(cache=True)``. Numba keys its cache directory by the *absolute
-directory* of the source file (``<NUMBA_CACHE_DIR>/<dir name>_<sha1(dir)>``, or ``<dir>/__pycache__``), so
-pointing the child at the main process's ``NUMBA_CACHE_DIR`` alone never hits for a fresh venv (and would litter that
-directory with entries for throw-away paths). A cold compile of the Franka env costs ~90-100 s on a busy 2-core
-machine. Numba (0.68 here) validates a cache index by the *sha256 of the source file's contents* (not its path or
-mtime; older releases used mtime and size, and then the seed is simply not used), so the test copies the
-``.nbi``/``.nbc`` files of the main process's cenic_gym (wherever numba keeps them) to where the child's numba will
-look for the installed copy, in a private ``NUMBA_CACHE_DIR`` under the test's temporary directory; entries whose
-source differs are ignored by numba and recompiled, so the seed can only save time, never change the result.
-``CENIC_TEST_COLD_NUMBA=1`` skips the seeding (to measure the cold compile).
+**Numba cache.** cenic_gym's kernels are ``@njit(cache=True)`` and their cache is keyed by the sources they can
+reach and the library versions, not by where the package is installed (:mod:`cenic_gym._numba_cache`): a venv with
+the same release shares one compiled cache with the checkout. The child runs with a private ``NUMBA_CACHE_DIR``
+under the test's temporary directory (a real user's cache is never touched), seeded with a copy of the main
+process's directories of the current module keys (``cache_root()/<module>-<key>``), which is what a user's second
+environment on the same machine gets. A cold compile of the Franka env costs ~150 s on a busy 2-core machine; with
+the seed the child compiles nothing it needs. Directories of other keys are not copied, so the seed can only save
+time, never change the result. ``CENIC_TEST_COLD_NUMBA=1`` skips the seeding (to measure the cold compile).
 
 Timings (build, venv + install, smoke run) are attached with ``record_property`` and printed (``pytest -s`` / ``-rP``).
 """
-import hashlib
 import importlib
 import importlib.metadata
-import importlib.util
 import json
 import os
 import shutil
@@ -213,32 +209,18 @@ CHILD = textwrap.dedent('''
 ''')
 
 
-def _numba_cache_dir(src_dir, cache_root):
-    """Where numba keeps the cache of sources in ``src_dir``: ``<cache_root>/<name>_<sha1(dir)>`` with
-    NUMBA_CACHE_DIR (numba.core.caching._CacheLocator.get_suitable_cache_subpath), else ``<dir>/__pycache__``."""
-    src_dir = os.path.abspath(src_dir)
-    if cache_root:
-        return Path(cache_root) / f"{os.path.basename(src_dir)}_{hashlib.sha1(src_dir.encode()).hexdigest()}"
-    return Path(src_dir) / "__pycache__"
+def _seed_numba_cache(cache_base):
+    """Copy this process's cenic_gym kernel cache of the current sources (:func:`cenic_gym._numba_cache.cache_dir`
+    of each module) under ``cache_base`` (the child's NUMBA_CACHE_DIR). Returns the number of files copied."""
+    from cenic_gym import _numba_cache as nc
 
-
-def _seed_numba_cache(purelib, cache_root):
-    """Copy the main process's numba cache of cenic_gym (and its mapped subpackages) to where the child's numba looks
-    for the installed copy (``cache_root`` = the child's NUMBA_CACHE_DIR). Returns the number of files copied."""
     n = 0
-    for package in PACKAGE_DIRS:
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.origin:
-            continue
-        src = _numba_cache_dir(os.path.dirname(spec.origin), os.environ.get("NUMBA_CACHE_DIR"))
-        dst = _numba_cache_dir(os.path.join(purelib, *package.split(".")), cache_root)
-        if not src.is_dir():
-            continue
-        dst.mkdir(parents=True, exist_ok=True)
-        for f in src.iterdir():
-            if f.suffix in (".nbi", ".nbc"):
-                shutil.copy2(f, dst / f.name)
-                n += 1
+    for module in nc._sources():
+        name = f"{module}-{nc.module_key(module)}"
+        src, dst = Path(nc.cache_root()) / name, Path(nc.cache_root(str(cache_base))) / name
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True)
+            n += sum(1 for f in dst.iterdir() if f.suffix in (".nbi", ".nbc"))
     return n
 
 
@@ -263,7 +245,7 @@ def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path, record_prope
 
     cache_root = tmp_path / "numba_cache"
     cache_root.mkdir()
-    seeded = 0 if os.environ.get("CENIC_TEST_COLD_NUMBA") == "1" else _seed_numba_cache(purelib, cache_root)
+    seeded = 0 if os.environ.get("CENIC_TEST_COLD_NUMBA") == "1" else _seed_numba_cache(cache_root)
     record_property("numba_cache_files_seeded", seeded)
     print(f"[packaging] numba cache files seeded: {seeded}")
 

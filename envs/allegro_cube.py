@@ -530,7 +530,9 @@ class ScriptedRotator:
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
                  clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
                  stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=3, regrip=20, heel=-0.060,
-                 heel_sin=0.1, reach_tol=None, reach_widen=math.radians(20.0)):
+                 heel_sin=0.1, reach_tol=None, reach_widen=math.radians(20.0), recentre=None,
+                 recentre_goal=-0.040, recentre_y=None, squeeze=0.008, drag_lead=0.01, drag_steps=12,
+                 recentre_cooldown=10, pinch_yaw=math.radians(25.0), pinch_tol=0.006, drag_lateral=False):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -548,6 +550,13 @@ class ScriptedRotator:
         if reach_tol is not None and not reach_tol > 0:
             raise ValueError(f"reach_tol must be a distance > 0 [m] or None, got {reach_tol!r}")
         self.reach_tol, self.reach_widen = reach_tol, reach_widen
+        if recentre is not None and not -0.095 < recentre < 0.0:
+            raise ValueError(f"recentre must be a cube-centre x on the palm, in (-0.095, 0) [m], or None, got "
+                             f"{recentre!r}")
+        self.recentre, self.recentre_goal, self.recentre_y = recentre, recentre_goal, recentre_y
+        self.squeeze, self.drag_lead, self.drag_steps = squeeze, drag_lead, drag_steps
+        self.recentre_cooldown, self.pinch_yaw = recentre_cooldown, pinch_yaw
+        self.pinch_tol, self.drag_lateral = pinch_tol, drag_lateral
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -566,6 +575,9 @@ class ScriptedRotator:
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
         self._q_prev = None
         self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
+        self._pinch, self._pinch_count, self._since_pinch = None, 0, 10 ** 9  # re-centring phase, its periods
+        self._pinch_out = None  # release targets (2, 3) [m] of the index and ring fingertips
+        self.recentres = 0  # re-centring pinches started this episode
 
     def cube_pose(self, obs):
         """Cube centre (3,) [m] (world) and orientation (x, y, z, w) from the flat observation and the env's goal."""
@@ -631,6 +643,75 @@ class ScriptedRotator:
                                       lo, hi)
         return q[e.hand_q[js]]
 
+    def _pinch_points(self, centre, yaw, inset):
+        """Fingertip centres (2, 3) [m] (index, ring) pinching the cube centred at ``centre`` with yaw ``yaw`` [rad]
+        (|yaw| ≤ 45°) on its two side faces (normals ±n, n = (−sin yaw, cos yaw): the pair facing ±y), ``inset``
+        [m] inside the faces (< 0: outside), at mid-height ``z_push``. Each contact lies on the face's front half,
+        at least 8 mm ahead of the centre along the face and, where the face allows, ahead of the centre in x
+        (a yawed cube's far face is set back: the fingertips reach x ≥ −0.05 m only)."""
+        a = np.array([math.cos(yaw), math.sin(yaw)])
+        n = np.array([-math.sin(yaw), math.cos(yaw)])
+        half = 0.5 * self.env.params["cube_size"]
+        h = half + self.R_TIP - inset
+        out = []
+        for side in (-1.0, 1.0):  # index on the −y face, ring on the +y face
+            t = min(max(0.008, -side * half * n[0] / max(a[0], 1e-6)), half - 0.008)
+            p = centre[:2] + side * h * n + t * a
+            out.append(np.array([p[0], p[1], self.z_push]))
+        return out, n
+
+    def _pinch_reaches(self, centre, yaw, q_des):
+        """Whether damped least squares from ``q_des`` puts the index and ring fingertips within ``pinch_tol`` [m]
+        of their squeezing pinch points (:meth:`_pinch_points`) on the cube where it now lies."""
+        for f, target in zip((0, 2), self._pinch_points(centre, yaw, self.squeeze)[0]):
+            tip = self._tip_position(f, self.finger_ik(f, target, q_des[4 * f:4 * f + 4]))
+            if np.linalg.norm(tip - target) > self.pinch_tol:
+                return False
+        return True
+
+    def _recentre(self, centre, yaw, obs, q_des):
+        """One control period of the re-centring pinch: fills ``q_des`` (16,) for the index, middle and ring
+        fingers. Phases: *open* (index and ring fingertips ``clearance`` outside the side faces, the middle finger
+        lifted to its waiting point), *squeeze* (``squeeze`` inside the faces: the effort-limited PD presses the
+        cube between them), *drag* (both targets ``drag_lead`` [m] ahead of the pinch points towards
+        ``recentre_goal``, following the cube: the pinch's friction carries it over the palm), *release*
+        (radially out along ±n by ``retreat``), then the relay resumes with every finger free."""
+        self._pinch_count += 1
+        if self._pinch == "release":
+            targets = self._pinch_out
+            if self._pinch_count >= max(self.retreat_steps, 1):
+                self._pinch, self._since_pinch = None, 0
+                self.phase = {f: "free" for f in self.ZONES}
+                self.count = {f: 0 for f in self.ZONES}
+        else:
+            if self._pinch == "drag" and (centre[0] >= self.recentre_goal or self._pinch_count > self.drag_steps):
+                self._pinch, self._pinch_count = "release", 1
+                tips, n = [self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], float)) for f in (0, 2)], \
+                    self._pinch_points(centre, yaw, 0.0)[1]
+                self._pinch_out = [np.array([*(tip[:2] + side * self.retreat * n), tip[2]])
+                                   for tip, side in zip(tips, (-1.0, 1.0))]
+                targets = self._pinch_out
+            elif self._pinch == "open":
+                targets = self._pinch_points(centre, yaw, -self.clearance)[0]
+                if self._pinch_count > self.clear_steps:
+                    self._pinch, self._pinch_count = "squeeze", 0
+            else:
+                targets = self._pinch_points(centre, yaw, self.squeeze)[0]
+                if self._pinch == "drag":
+                    if self.drag_lateral:  # towards (recentre_goal, 0)
+                        d = np.array([self.recentre_goal - centre[0], -centre[1]])
+                        shift = self.drag_lead * d / max(float(np.linalg.norm(d)), 1e-9)
+                    else:
+                        shift = self.drag_lead * np.array([math.cos(yaw), math.sin(yaw)])  # along the faces, forward
+                    targets = [np.array([t[0] + shift[0], t[1] + shift[1], t[2]]) for t in targets]
+                elif self._pinch_count > self.approach_steps:
+                    self._pinch, self._pinch_count = "drag", 0
+        for f, target in zip((0, 2), targets):
+            q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
+        wait = self._edge_target(centre, self.zones[1][0] + math.radians(10.0), 0.0, self.R_TIP + self.clearance)
+        wait[2] = self.z_wait
+        q_des[4:8] = self.finger_ik(1, wait, q_des[4:8])
+
     def __call__(self, obs):
         e = self.env
         centre, q_cube = self.cube_pose(obs)
@@ -649,6 +730,18 @@ class ScriptedRotator:
                 if self.phase[f] == "push":
                     self.phase[f], self.count[f] = "free", 0
         q_des = self.q_des.copy()
+        self._since_pinch += 1
+        if (self.recentre is not None and self._pinch is None and not done
+                and self._since_pinch > self.recentre_cooldown and abs(yaw) <= self.pinch_yaw
+                and (centre[0] < self.recentre or (self.recentre_y is not None and abs(centre[1]) > self.recentre_y))):
+            if self.pinch_tol is None or self._pinch_reaches(centre, yaw, q_des):
+                self._pinch, self._pinch_count = "open", 0
+                self.recentres += 1
+        if self._pinch is not None:
+            self._recentre(centre, yaw, obs, q_des)
+            self._still = 0
+            self.q_des = q_des
+            return np.clip((q_des - e.q_target) / e.config["action_scale"], -1.0, 1.0).astype(np.float32)
         claimed = []  # edges (angles) already pushed by a finger this period
         for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
             start = self.zones[f][0]

@@ -510,6 +510,19 @@ class ScriptedRotator:
     slowly (``benchmarks/RESULTS.md``, "Scripted rotator: edges by reachability"): the stalls it meets are
     cubes behind the heel line whose every edge is out of all fingertips' reach or heel-guarded.
 
+    Re-centring pinch (opt-in, ``recentre`` [m], default None = off): when the cube centre passes behind world
+    x = ``recentre`` with its yaw within ``pinch_yaw`` of a face pair facing ±y, and damped least squares puts the
+    index fingertip on the −y face and the ring (or, for a cube drifted to the thumb side, the middle) fingertip
+    on the +y face within ``pinch_tol`` (:meth:`_pinch_fingers`; points on the faces' front halves,
+    :meth:`_pinch_points`), the relay stops and the two fingers *back* off radially (``retreat``), *open*
+    (``clearance`` outside the faces, ``pinch_open_steps``), *squeeze* (``squeeze`` inside them), *drag*
+    (targets ``drag_lead`` ahead along the faces until the centre is at x = ``recentre_goal`` or ``drag_steps``
+    periods), *release* radially and the relay resumes (at most once per ``recentre_cooldown`` periods). It
+    carries a drifted cube 10–15 mm forward when both fingertips land, but over seeds 0–59 and 100–119 it turns
+    the cube less often than the relay alone (``benchmarks/RESULTS.md``, "Scripted rotator: a re-centring
+    pinch"): most failing cubes are 2–3 cm on the thumb side or yawed > 25° when they cross the line, where no
+    pair of fingertips reaches both faces, and a pinch that lands on one face first pushes the cube back.
+
     Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
     its bottom face), so the centre drifts with the pushes (several cm over a quarter turn), mostly towards the
     heel and the thumb side (every reachable edge is on the front half, so every clockwise push has a −y or a −x
@@ -532,7 +545,8 @@ class ScriptedRotator:
                  stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=3, regrip=20, heel=-0.060,
                  heel_sin=0.1, reach_tol=None, reach_widen=math.radians(20.0), recentre=None,
                  recentre_goal=-0.040, recentre_y=None, squeeze=0.008, drag_lead=0.01, drag_steps=12,
-                 recentre_cooldown=10, pinch_yaw=math.radians(25.0), pinch_tol=0.006, drag_lateral=False):
+                 recentre_cooldown=10, pinch_yaw=math.radians(25.0), pinch_tol=0.006, drag_lateral=False,
+                 pinch_open_steps=6):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -542,7 +556,8 @@ class ScriptedRotator:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
         self.window, self.stall_steps, self.stall_widen = window, stall_steps, stall_widen
-        for name, v in (("retreat_steps", retreat_steps), ("regrip", regrip)):
+        for name, v in (("retreat_steps", retreat_steps), ("regrip", regrip), ("drag_steps", drag_steps),
+                        ("recentre_cooldown", recentre_cooldown), ("pinch_open_steps", pinch_open_steps)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise ValueError(f"{name} must be a whole number of control periods >= 0, got {v!r}")
         self.retreat, self.retreat_steps, self.regrip = retreat, retreat_steps, regrip
@@ -556,7 +571,7 @@ class ScriptedRotator:
         self.recentre, self.recentre_goal, self.recentre_y = recentre, recentre_goal, recentre_y
         self.squeeze, self.drag_lead, self.drag_steps = squeeze, drag_lead, drag_steps
         self.recentre_cooldown, self.pinch_yaw = recentre_cooldown, pinch_yaw
-        self.pinch_tol, self.drag_lateral = pinch_tol, drag_lateral
+        self.pinch_tol, self.drag_lateral, self.pinch_open_steps = pinch_tol, drag_lateral, pinch_open_steps
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -576,7 +591,8 @@ class ScriptedRotator:
         self._q_prev = None
         self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
         self._pinch, self._pinch_count, self._since_pinch = None, 0, 10 ** 9  # re-centring phase, its periods
-        self._pinch_out = None  # release targets (2, 3) [m] of the index and ring fingertips
+        self._pinch_out = None  # release targets (2, 3) [m] of the two pinching fingertips
+        self._pinch_with = (0, 2)  # the pinching fingers: index and ring (or middle)
         self.recentres = 0  # re-centring pinches started this episode
 
     def cube_pose(self, obs):
@@ -660,14 +676,26 @@ class ScriptedRotator:
             out.append(np.array([p[0], p[1], self.z_push]))
         return out, n
 
-    def _pinch_reaches(self, centre, yaw, q_des):
-        """Whether damped least squares from ``q_des`` puts the index and ring fingertips within ``pinch_tol`` [m]
-        of their squeezing pinch points (:meth:`_pinch_points`) on the cube where it now lies."""
-        for f, target in zip((0, 2), self._pinch_points(centre, yaw, self.squeeze)[0]):
-            tip = self._tip_position(f, self.finger_ik(f, target, q_des[4 * f:4 * f + 4]))
-            if np.linalg.norm(tip - target) > self.pinch_tol:
-                return False
-        return True
+    def _pinch_fingers(self, centre, yaw, q_des):
+        """The two fingers that can pinch the cube where it now lies, (0, f): the index on the −y face and the ring
+        (f = 2) or, when only it reaches, the middle finger (f = 1; a cube drifted to the thumb side brings the +y
+        face in front of the middle finger) on the +y face; or None. A finger reaches when damped least squares
+        from ``q_des`` puts its fingertip within ``pinch_tol`` [m] of its squeezing pinch point
+        (:meth:`_pinch_points`)."""
+        lo, hi = self._pinch_points(centre, yaw, self.squeeze)[0]
+
+        def miss(f, target):
+            return float(np.linalg.norm(self._tip_position(f, self.finger_ik(f, target, q_des[4 * f:4 * f + 4]))
+                                        - target))
+
+        if self.pinch_tol is None:
+            return 0, 2
+        if miss(0, lo) > self.pinch_tol:
+            return None
+        for f in (2, 1):
+            if miss(f, hi) <= self.pinch_tol:
+                return 0, f
+        return None
 
     def _recentre(self, centre, yaw, obs, q_des):
         """One control period of the re-centring pinch: fills ``q_des`` (16,) for the index, middle and ring
@@ -683,17 +711,23 @@ class ScriptedRotator:
                 self._pinch, self._since_pinch = None, 0
                 self.phase = {f: "free" for f in self.ZONES}
                 self.count = {f: 0 for f in self.ZONES}
+        elif self._pinch == "back":  # let go of the relay's edges first: radially out at the current height
+            targets = self._pinch_out
+            if self._pinch_count >= max(self.retreat_steps, 1):
+                self._pinch, self._pinch_count = "open", 0
         else:
-            if self._pinch == "drag" and (centre[0] >= self.recentre_goal or self._pinch_count > self.drag_steps):
+            lost = self._pinch in ("squeeze", "drag") and abs(yaw) > self.pinch_yaw + math.radians(10.0)
+            if lost or (self._pinch == "drag" and (centre[0] >= self.recentre_goal
+                                                   or self._pinch_count > self.drag_steps)):
                 self._pinch, self._pinch_count = "release", 1
-                tips, n = [self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], float)) for f in (0, 2)], \
+                tips, n = [self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], float)) for f in self._pinch_with], \
                     self._pinch_points(centre, yaw, 0.0)[1]
                 self._pinch_out = [np.array([*(tip[:2] + side * self.retreat * n), tip[2]])
                                    for tip, side in zip(tips, (-1.0, 1.0))]
                 targets = self._pinch_out
             elif self._pinch == "open":
                 targets = self._pinch_points(centre, yaw, -self.clearance)[0]
-                if self._pinch_count > self.clear_steps:
+                if self._pinch_count > self.pinch_open_steps:
                     self._pinch, self._pinch_count = "squeeze", 0
             else:
                 targets = self._pinch_points(centre, yaw, self.squeeze)[0]
@@ -706,11 +740,12 @@ class ScriptedRotator:
                     targets = [np.array([t[0] + shift[0], t[1] + shift[1], t[2]]) for t in targets]
                 elif self._pinch_count > self.approach_steps:
                     self._pinch, self._pinch_count = "drag", 0
-        for f, target in zip((0, 2), targets):
+        for f, target in zip(self._pinch_with, targets):
             q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
-        wait = self._edge_target(centre, self.zones[1][0] + math.radians(10.0), 0.0, self.R_TIP + self.clearance)
+        idle = 3 - self._pinch_with[1]  # the finger of the middle and ring that does not pinch lifts out of the way
+        wait = self._edge_target(centre, self.zones[idle][0] + math.radians(10.0), 0.0, self.R_TIP + self.clearance)
         wait[2] = self.z_wait
-        q_des[4:8] = self.finger_ik(1, wait, q_des[4:8])
+        q_des[4 * idle:4 * idle + 4] = self.finger_ik(idle, wait, q_des[4 * idle:4 * idle + 4])
 
     def __call__(self, obs):
         e = self.env
@@ -734,8 +769,16 @@ class ScriptedRotator:
         if (self.recentre is not None and self._pinch is None and not done
                 and self._since_pinch > self.recentre_cooldown and abs(yaw) <= self.pinch_yaw
                 and (centre[0] < self.recentre or (self.recentre_y is not None and abs(centre[1]) > self.recentre_y))):
-            if self.pinch_tol is None or self._pinch_reaches(centre, yaw, q_des):
-                self._pinch, self._pinch_count = "open", 0
+            fingers = self._pinch_fingers(centre, yaw, q_des)
+            if fingers is not None:
+                self._pinch_with = fingers
+                self._pinch, self._pinch_count = "back", 0
+                self._pinch_out = []
+                for f in fingers:
+                    tip = self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], float))
+                    out = tip[:2] - centre[:2]
+                    out = out / max(float(np.linalg.norm(out)), 1e-9)
+                    self._pinch_out.append(np.array([*(tip[:2] + self.retreat * out), tip[2]]))
                 self.recentres += 1
         if self._pinch is not None:
             self._recentre(centre, yaw, obs, q_des)

@@ -517,10 +517,13 @@ class ScriptedRotator:
     :meth:`_pinch_points`), the relay stops and the two fingers *back* off radially (``retreat``), *open*
     (``clearance`` outside the faces, ``pinch_open_steps``), *squeeze* (``squeeze`` inside them), *drag*
     (targets ``drag_lead`` ahead along the faces until the centre is at x = ``recentre_goal`` or ``drag_steps``
-    periods), *release* radially and the relay resumes (at most once per ``recentre_cooldown`` periods). It
+    periods), *release* radially and the relay resumes (at most once per ``recentre_cooldown`` periods).
+    ``pinch_touch`` [N]: drag only if both fingertips press their faces with at least this force after the
+    squeeze (``AllegroCubeEnv.tip_forces``), else release; ``pinch_on_stall``: pinch only while the relay is
+    stalled (``stall_steps``), never interrupting a turning cube. It
     carries a drifted cube 10–15 mm forward when both fingertips land, but over seeds 0–59 and 100–119 it turns
-    the cube less often than the relay alone (``benchmarks/RESULTS.md``, "Scripted rotator: a re-centring
-    pinch"): most failing cubes are 2–3 cm on the thumb side or yawed > 25° when they cross the line, where no
+    the cube no more often than the relay alone (56/80 with touch and stall gating, 41/80 without, against
+    57/80: ``benchmarks/RESULTS.md``, "Scripted rotator: a re-centring pinch"): most failing cubes are 2–3 cm on the thumb side or yawed > 25° when they cross the line, where no
     pair of fingertips reaches both faces, and a pinch that lands on one face first pushes the cube back.
 
     Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
@@ -546,7 +549,7 @@ class ScriptedRotator:
                  heel_sin=0.1, reach_tol=None, reach_widen=math.radians(20.0), recentre=None,
                  recentre_goal=-0.040, recentre_y=None, squeeze=0.008, drag_lead=0.01, drag_steps=12,
                  recentre_cooldown=10, pinch_yaw=math.radians(25.0), pinch_tol=0.006, drag_lateral=False,
-                 pinch_open_steps=6):
+                 pinch_open_steps=6, pinch_touch=None, pinch_on_stall=False):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -572,6 +575,7 @@ class ScriptedRotator:
         self.squeeze, self.drag_lead, self.drag_steps = squeeze, drag_lead, drag_steps
         self.recentre_cooldown, self.pinch_yaw = recentre_cooldown, pinch_yaw
         self.pinch_tol, self.drag_lateral, self.pinch_open_steps = pinch_tol, drag_lateral, pinch_open_steps
+        self.pinch_touch, self.pinch_on_stall = pinch_touch, pinch_on_stall
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -740,6 +744,10 @@ class ScriptedRotator:
                     targets = [np.array([t[0] + shift[0], t[1] + shift[1], t[2]]) for t in targets]
                 elif self._pinch_count > self.approach_steps:
                     self._pinch, self._pinch_count = "drag", 0
+                    if self.pinch_touch is not None:  # both fingertips must press their faces, else let go
+                        force = self.env.tip_forces()
+                        if min(float(np.linalg.norm(force[f])) for f in self._pinch_with) < self.pinch_touch:
+                            self._pinch_count = self.drag_steps + 1
         for f, target in zip(self._pinch_with, targets):
             q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
         idle = 3 - self._pinch_with[1]  # the finger of the middle and ring that does not pinch lifts out of the way
@@ -768,6 +776,7 @@ class ScriptedRotator:
         self._since_pinch += 1
         if (self.recentre is not None and self._pinch is None and not done
                 and self._since_pinch > self.recentre_cooldown and abs(yaw) <= self.pinch_yaw
+                and (stalled or not self.pinch_on_stall)
                 and (centre[0] < self.recentre or (self.recentre_y is not None and abs(centre[1]) > self.recentre_y))):
             fingers = self._pinch_fingers(centre, yaw, q_des)
             if fingers is not None:

@@ -663,6 +663,14 @@ class ScriptedRotator:
                                       lo, hi)
         return q[e.hand_q[js]]
 
+    def _retreat_point(self, finger, obs, centre):
+        """Fingertip target (3,) [m]: ``retreat`` radially away from the cube centre ``centre`` (in the palm plane)
+        from where ``finger``'s fingertip is now (joint angles in ``obs``), at its current height."""
+        tip = self._tip_position(finger, np.asarray(obs[4 * finger:4 * finger + 4], dtype=float))
+        out = tip[:2] - centre[:2]
+        out = out / max(float(np.linalg.norm(out)), 1e-9)
+        return np.array([*(tip[:2] + self.retreat * out), tip[2]])
+
     def _pinch_points(self, centre, yaw, inset):
         """Fingertip centres (2, 3) [m] (index, ring) pinching the cube centred at ``centre`` with yaw ``yaw`` [rad]
         (|yaw| ≤ 45°) on its two side faces (normals ±n, n = (−sin yaw, cos yaw): the pair facing ±y), ``inset``
@@ -782,12 +790,7 @@ class ScriptedRotator:
             if fingers is not None:
                 self._pinch_with = fingers
                 self._pinch, self._pinch_count = "back", 0
-                self._pinch_out = []
-                for f in fingers:
-                    tip = self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], float))
-                    out = tip[:2] - centre[:2]
-                    out = out / max(float(np.linalg.norm(out)), 1e-9)
-                    self._pinch_out.append(np.array([*(tip[:2] + self.retreat * out), tip[2]]))
+                self._pinch_out = [self._retreat_point(f, obs, centre) for f in fingers]
                 self.recentres += 1
         if self._pinch is not None:
             self._recentre(centre, yaw, obs, q_des)
@@ -824,10 +827,7 @@ class ScriptedRotator:
             if phi is None and self.phase[f] in ("push", "retreat") and self.retreat_steps:
                 if self.phase[f] == "push":
                     self.phase[f], self.count[f] = "retreat", 0
-                    tip = self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], dtype=float))
-                    out = tip[:2] - centre[:2]
-                    out = out / max(float(np.linalg.norm(out)), 1e-9)
-                    self._retreat[f] = np.array([*(tip[:2] + self.retreat * out), tip[2]])
+                    self._retreat[f] = self._retreat_point(f, obs, centre)
                 self.count[f] += 1
                 target = self._retreat[f]
                 if self.count[f] >= self.retreat_steps:

@@ -510,6 +510,22 @@ class ScriptedRotator:
     slowly (``benchmarks/RESULTS.md``, "Scripted rotator: edges by reachability"): the stalls it meets are
     cubes behind the heel line whose every edge is out of all fingertips' reach or heel-guarded.
 
+    Re-centring pinch (opt-in, ``recentre`` [m], default None = off): when the cube centre passes behind world
+    x = ``recentre`` with its yaw within ``pinch_yaw`` of a face pair facing ±y, and damped least squares puts the
+    index fingertip on the −y face and the ring (or, for a cube drifted to the thumb side, the middle) fingertip
+    on the +y face within ``pinch_tol`` (:meth:`_pinch_fingers`; points on the faces' front halves,
+    :meth:`_pinch_points`), the relay stops and the two fingers *back* off radially (``retreat``), *open*
+    (``clearance`` outside the faces, ``pinch_open_steps``), *squeeze* (``squeeze`` inside them), *drag*
+    (targets ``drag_lead`` ahead along the faces until the centre is at x = ``recentre_goal`` or ``drag_steps``
+    periods), *release* radially and the relay resumes (at most once per ``recentre_cooldown`` periods).
+    ``pinch_touch`` [N]: drag only if both fingertips press their faces with at least this force after the
+    squeeze (``AllegroCubeEnv.tip_forces``), else release; ``pinch_on_stall``: pinch only while the relay is
+    stalled (``stall_steps``), never interrupting a turning cube. It
+    carries a drifted cube 10–15 mm forward when both fingertips land, but over seeds 0–59 and 100–119 it turns
+    the cube no more often than the relay alone (56/80 with touch and stall gating, 41/80 without, against
+    57/80: ``benchmarks/RESULTS.md``, "Scripted rotator: a re-centring pinch"): most failing cubes are 2–3 cm on the thumb side or yawed > 25° when they cross the line, where no
+    pair of fingertips reaches both faces, and a pinch that lands on one face first pushes the cube back.
+
     Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
     its bottom face), so the centre drifts with the pushes (several cm over a quarter turn), mostly towards the
     heel and the thumb side (every reachable edge is on the front half, so every clockwise push has a −y or a −x
@@ -530,7 +546,10 @@ class ScriptedRotator:
                  window=math.radians(35.0), z_push=0.045, z_wait=0.10,
                  clear_steps=6, approach_steps=3, zones=None, stall_steps=10,
                  stall_widen=math.radians(15.0), retreat=0.02, retreat_steps=3, regrip=20, heel=-0.060,
-                 heel_sin=0.1, reach_tol=None, reach_widen=math.radians(20.0)):
+                 heel_sin=0.1, reach_tol=None, reach_widen=math.radians(20.0), recentre=None,
+                 recentre_goal=-0.040, recentre_y=None, squeeze=0.008, drag_lead=0.01, drag_steps=12,
+                 recentre_cooldown=10, pinch_yaw=math.radians(25.0), pinch_tol=0.006, drag_lateral=False,
+                 pinch_open_steps=6, pinch_touch=None, pinch_on_stall=False):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -540,7 +559,8 @@ class ScriptedRotator:
             raise ValueError(f"target must be a rotation > 0 [rad], got {target!r}")
         self.target, self.lead, self.depth, self.clearance = target, lead, depth, clearance
         self.window, self.stall_steps, self.stall_widen = window, stall_steps, stall_widen
-        for name, v in (("retreat_steps", retreat_steps), ("regrip", regrip)):
+        for name, v in (("retreat_steps", retreat_steps), ("regrip", regrip), ("drag_steps", drag_steps),
+                        ("recentre_cooldown", recentre_cooldown), ("pinch_open_steps", pinch_open_steps)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise ValueError(f"{name} must be a whole number of control periods >= 0, got {v!r}")
         self.retreat, self.retreat_steps, self.regrip = retreat, retreat_steps, regrip
@@ -548,6 +568,14 @@ class ScriptedRotator:
         if reach_tol is not None and not reach_tol > 0:
             raise ValueError(f"reach_tol must be a distance > 0 [m] or None, got {reach_tol!r}")
         self.reach_tol, self.reach_widen = reach_tol, reach_widen
+        if recentre is not None and not -0.095 < recentre < 0.0:
+            raise ValueError(f"recentre must be a cube-centre x on the palm, in (-0.095, 0) [m], or None, got "
+                             f"{recentre!r}")
+        self.recentre, self.recentre_goal, self.recentre_y = recentre, recentre_goal, recentre_y
+        self.squeeze, self.drag_lead, self.drag_steps = squeeze, drag_lead, drag_steps
+        self.recentre_cooldown, self.pinch_yaw = recentre_cooldown, pinch_yaw
+        self.pinch_tol, self.drag_lateral, self.pinch_open_steps = pinch_tol, drag_lateral, pinch_open_steps
+        self.pinch_touch, self.pinch_on_stall = pinch_touch, pinch_on_stall
         self.zones = dict(self.ZONES if zones is None else zones)
         self.z_push, self.z_wait = z_push, z_wait
         self.clear_steps, self.approach_steps = clear_steps, approach_steps
@@ -566,6 +594,10 @@ class ScriptedRotator:
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
         self._q_prev = None
         self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
+        self._pinch, self._pinch_count, self._since_pinch = None, 0, 10 ** 9  # re-centring phase, its periods
+        self._pinch_out = None  # release targets (2, 3) [m] of the two pinching fingertips
+        self._pinch_with = (0, 2)  # the pinching fingers: index and ring (or middle)
+        self.recentres = 0  # re-centring pinches started this episode
 
     def cube_pose(self, obs):
         """Cube centre (3,) [m] (world) and orientation (x, y, z, w) from the flat observation and the env's goal."""
@@ -631,6 +663,106 @@ class ScriptedRotator:
                                       lo, hi)
         return q[e.hand_q[js]]
 
+    def _retreat_point(self, finger, obs, centre):
+        """Fingertip target (3,) [m]: ``retreat`` radially away from the cube centre ``centre`` (in the palm plane)
+        from where ``finger``'s fingertip is now (joint angles in ``obs``), at its current height."""
+        tip = self._tip_position(finger, np.asarray(obs[4 * finger:4 * finger + 4], dtype=float))
+        out = tip[:2] - centre[:2]
+        out = out / max(float(np.linalg.norm(out)), 1e-9)
+        return np.array([*(tip[:2] + self.retreat * out), tip[2]])
+
+    def _pinch_points(self, centre, yaw, inset):
+        """Fingertip centres (2, 3) [m] (index, ring) pinching the cube centred at ``centre`` with yaw ``yaw`` [rad]
+        (|yaw| ≤ 45°) on its two side faces (normals ±n, n = (−sin yaw, cos yaw): the pair facing ±y), ``inset``
+        [m] inside the faces (< 0: outside), at mid-height ``z_push``. Each contact lies on the face's front half,
+        at least 8 mm ahead of the centre along the face and, where the face allows, ahead of the centre in x
+        (a yawed cube's far face is set back: the fingertips reach x ≥ −0.05 m only)."""
+        a = np.array([math.cos(yaw), math.sin(yaw)])
+        n = np.array([-math.sin(yaw), math.cos(yaw)])
+        half = 0.5 * self.env.params["cube_size"]
+        h = half + self.R_TIP - inset
+        out = []
+        for side in (-1.0, 1.0):  # index on the −y face, ring on the +y face
+            t = min(max(0.008, -side * half * n[0] / max(a[0], 1e-6)), half - 0.008)
+            p = centre[:2] + side * h * n + t * a
+            out.append(np.array([p[0], p[1], self.z_push]))
+        return out, n
+
+    def _pinch_fingers(self, centre, yaw, q_des):
+        """The two fingers that can pinch the cube where it now lies, (0, f): the index on the −y face and the ring
+        (f = 2) or, when only it reaches, the middle finger (f = 1; a cube drifted to the thumb side brings the +y
+        face in front of the middle finger) on the +y face; or None. A finger reaches when damped least squares
+        from ``q_des`` puts its fingertip within ``pinch_tol`` [m] of its squeezing pinch point
+        (:meth:`_pinch_points`)."""
+        lo, hi = self._pinch_points(centre, yaw, self.squeeze)[0]
+
+        def miss(f, target):
+            return float(np.linalg.norm(self._tip_position(f, self.finger_ik(f, target, q_des[4 * f:4 * f + 4]))
+                                        - target))
+
+        if self.pinch_tol is None:
+            return 0, 2
+        if miss(0, lo) > self.pinch_tol:
+            return None
+        for f in (2, 1):
+            if miss(f, hi) <= self.pinch_tol:
+                return 0, f
+        return None
+
+    def _recentre(self, centre, yaw, obs, q_des):
+        """One control period of the re-centring pinch: fills ``q_des`` (16,) for the index, middle and ring
+        fingers. Phases: *open* (index and ring fingertips ``clearance`` outside the side faces, the middle finger
+        lifted to its waiting point), *squeeze* (``squeeze`` inside the faces: the effort-limited PD presses the
+        cube between them), *drag* (both targets ``drag_lead`` [m] ahead of the pinch points towards
+        ``recentre_goal``, following the cube: the pinch's friction carries it over the palm), *release*
+        (radially out along ±n by ``retreat``), then the relay resumes with every finger free."""
+        self._pinch_count += 1
+        if self._pinch == "release":
+            targets = self._pinch_out
+            if self._pinch_count >= max(self.retreat_steps, 1):
+                self._pinch, self._since_pinch = None, 0
+                self.phase = {f: "free" for f in self.ZONES}
+                self.count = {f: 0 for f in self.ZONES}
+        elif self._pinch == "back":  # let go of the relay's edges first: radially out at the current height
+            targets = self._pinch_out
+            if self._pinch_count >= max(self.retreat_steps, 1):
+                self._pinch, self._pinch_count = "open", 0
+        else:
+            lost = self._pinch in ("squeeze", "drag") and abs(yaw) > self.pinch_yaw + math.radians(10.0)
+            if lost or (self._pinch == "drag" and (centre[0] >= self.recentre_goal
+                                                   or self._pinch_count > self.drag_steps)):
+                self._pinch, self._pinch_count = "release", 1
+                tips, n = [self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], float)) for f in self._pinch_with], \
+                    self._pinch_points(centre, yaw, 0.0)[1]
+                self._pinch_out = [np.array([*(tip[:2] + side * self.retreat * n), tip[2]])
+                                   for tip, side in zip(tips, (-1.0, 1.0))]
+                targets = self._pinch_out
+            elif self._pinch == "open":
+                targets = self._pinch_points(centre, yaw, -self.clearance)[0]
+                if self._pinch_count > self.pinch_open_steps:
+                    self._pinch, self._pinch_count = "squeeze", 0
+            else:
+                targets = self._pinch_points(centre, yaw, self.squeeze)[0]
+                if self._pinch == "drag":
+                    if self.drag_lateral:  # towards (recentre_goal, 0)
+                        d = np.array([self.recentre_goal - centre[0], -centre[1]])
+                        shift = self.drag_lead * d / max(float(np.linalg.norm(d)), 1e-9)
+                    else:
+                        shift = self.drag_lead * np.array([math.cos(yaw), math.sin(yaw)])  # along the faces, forward
+                    targets = [np.array([t[0] + shift[0], t[1] + shift[1], t[2]]) for t in targets]
+                elif self._pinch_count > self.approach_steps:
+                    self._pinch, self._pinch_count = "drag", 0
+                    if self.pinch_touch is not None:  # both fingertips must press their faces, else let go
+                        force = self.env.tip_forces()
+                        if min(float(np.linalg.norm(force[f])) for f in self._pinch_with) < self.pinch_touch:
+                            self._pinch_count = self.drag_steps + 1
+        for f, target in zip(self._pinch_with, targets):
+            q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
+        idle = 3 - self._pinch_with[1]  # the finger of the middle and ring that does not pinch lifts out of the way
+        wait = self._edge_target(centre, self.zones[idle][0] + math.radians(10.0), 0.0, self.R_TIP + self.clearance)
+        wait[2] = self.z_wait
+        q_des[4 * idle:4 * idle + 4] = self.finger_ik(idle, wait, q_des[4 * idle:4 * idle + 4])
+
     def __call__(self, obs):
         e = self.env
         centre, q_cube = self.cube_pose(obs)
@@ -649,6 +781,22 @@ class ScriptedRotator:
                 if self.phase[f] == "push":
                     self.phase[f], self.count[f] = "free", 0
         q_des = self.q_des.copy()
+        self._since_pinch += 1
+        if (self.recentre is not None and self._pinch is None and not done
+                and self._since_pinch > self.recentre_cooldown and abs(yaw) <= self.pinch_yaw
+                and (stalled or not self.pinch_on_stall)
+                and (centre[0] < self.recentre or (self.recentre_y is not None and abs(centre[1]) > self.recentre_y))):
+            fingers = self._pinch_fingers(centre, yaw, q_des)
+            if fingers is not None:
+                self._pinch_with = fingers
+                self._pinch, self._pinch_count = "back", 0
+                self._pinch_out = [self._retreat_point(f, obs, centre) for f in fingers]
+                self.recentres += 1
+        if self._pinch is not None:
+            self._recentre(centre, yaw, obs, q_des)
+            self._still = 0
+            self.q_des = q_des
+            return np.clip((q_des - e.q_target) / e.config["action_scale"], -1.0, 1.0).astype(np.float32)
         claimed = []  # edges (angles) already pushed by a finger this period
         for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
             start = self.zones[f][0]
@@ -679,10 +827,7 @@ class ScriptedRotator:
             if phi is None and self.phase[f] in ("push", "retreat") and self.retreat_steps:
                 if self.phase[f] == "push":
                     self.phase[f], self.count[f] = "retreat", 0
-                    tip = self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], dtype=float))
-                    out = tip[:2] - centre[:2]
-                    out = out / max(float(np.linalg.norm(out)), 1e-9)
-                    self._retreat[f] = np.array([*(tip[:2] + self.retreat * out), tip[2]])
+                    self._retreat[f] = self._retreat_point(f, obs, centre)
                 self.count[f] += 1
                 target = self._retreat[f]
                 if self.count[f] >= self.retreat_steps:

@@ -255,6 +255,54 @@ def test_scripted_rotator_rejects_other_envs():
         ScriptedRotator(gym.make("CenicAllegro-v0"), regrip=-1)
 
 
+def test_scripted_rotator_pinch_points_and_fingers():
+    """Re-centring pinch (``recentre``, opt-in): for an unyawed cube the index and ring fingertip targets lie on
+    the −y and +y faces (``squeeze`` inside them) 8 mm ahead of the centre; the index and ring reach them over the
+    palm centre, the middle finger replaces the ring for a cube drifted 3 cm to the thumb side, no pair reaches a
+    cube 6 cm further back; a recentre line off the palm raises, naming the argument."""
+    from cenic_gym.envs.allegro_cube import ScriptedRotator
+    env = gym.make("CenicAllegro-v0")
+    env.reset(seed=0)
+    policy = ScriptedRotator(env, recentre=-0.050)
+    s = env.unwrapped.params["cube_size"]
+    (lo, hi), n = policy._pinch_points(np.array([-0.05, 0.0, 0.0]), 0.0, policy.squeeze)
+    h = 0.5 * s + policy.R_TIP - policy.squeeze
+    np.testing.assert_allclose(lo, [-0.042, -h, policy.z_push], atol=1e-12)
+    np.testing.assert_allclose(hi, [-0.042, h, policy.z_push], atol=1e-12)
+    np.testing.assert_allclose(n, [0.0, 1.0], atol=1e-12)
+    assert policy._pinch_fingers(np.array([-0.05, 0.0, 0.0]), 0.0, NOMINAL) == (0, 2)
+    assert policy._pinch_fingers(np.array([-0.048, -0.032, 0.0]), 0.0, NOMINAL) == (0, 1)
+    assert policy._pinch_fingers(np.array([-0.11, 0.0, 0.0]), 0.0, NOMINAL) is None
+    with pytest.raises(ValueError, match="recentre"):
+        ScriptedRotator(env, recentre=0.05)
+
+
+def test_scripted_rotator_pinch_drags_the_cube_forward():
+    """The pinch moves a drifted cube forward over the palm: seed 8 (a failure of the default relay, its cube
+    2–3 cm on the thumb side) at ε = 1e-3: the first pinch (index and middle fingertips on the side faces) ends
+    with the cube centre ≥ 5 mm further towards the fingers (+x) than where it began (12 mm when written), not
+    dropped and resting on a face. Chaotic like every scripted episode: a change of a solve can move it."""
+    from cenic_gym.envs.allegro_cube import ScriptedRotator
+    env = gym.make("CenicAllegro-v0")
+    e = env.unwrapped
+    policy = ScriptedRotator(env, recentre=-0.050, pinch_open_steps=3)
+    obs, _ = env.reset(seed=8)
+    policy.reset()
+    start = None
+    for _ in range(80):
+        action = policy(obs)
+        if policy._pinch is not None and start is None:
+            start = e.sim.q[e.cube_q][:3].copy()
+        if start is not None and policy._pinch is None:
+            break
+        obs, _, terminated, _, _ = env.step(action)
+        assert not terminated
+    assert start is not None and policy._pinch is None, "no complete pinch in 80 steps"
+    end = e.sim.q[e.cube_q][:3]
+    assert end[0] - start[0] >= 0.005, (start, end)
+    assert abs(end[2] - start[2]) < 0.01, (start, end)
+
+
 def test_scripted_rotator_reach_gating_follows_the_cube():
     """Reach gating (``reach_tol``): at the start position the middle fingertip reaches the cube's front edge;
     with the cube 6 cm further back (behind every fingertip's reach, x ≈ −0.105 m) it does not; bad tolerances

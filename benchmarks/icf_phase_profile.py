@@ -31,6 +31,7 @@ import cenic_gym  # noqa: F401  (registers the envs)
 import cenic_gym.cenic as cm
 from cenic_gym import solver as slv
 from cenic_gym.icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_pool_cost
+from profile_scenes import _problem  # the convex problem icf_step hands to solve, copied out of the buffers
 
 
 def capture(env_id, accuracy, steps, seed):
@@ -43,8 +44,8 @@ def capture(env_id, accuracy, steps, seed):
 
     def spy(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
             *rest):
-        problems.append(tuple(_copy(x) for x in (v0, M, bias, damping, dt, vs, dscale, contacts, limits,
-                                                   gains_full, couplers, tol, rest[10])))
+        problems.append(_problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers,
+                                 tol, False, v0) + (rest[10].copy(),))
         return real(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
                     *rest)
 
@@ -57,38 +58,17 @@ def capture(env_id, accuracy, steps, seed):
     return problems, env.unwrapped.sim.integrator
 
 
-def _copy(x):
-    if isinstance(x, np.ndarray):
-        return x.copy()
-    if isinstance(x, tuple):
-        return tuple(_copy(y) for y in x)
-    return x
-
-
-@njit(cache=True)
-def _problem(M, v0, bias, damping, dt):
-    nv = v0.shape[0]
-    A = M.copy()
-    for a in range(nv):
-        A[a, a] += dt * damping[a]
-    r = M @ v0
-    for a in range(nv):
-        r[a] -= dt * bias[a]
-    return A, r
-
-
 PHASES = ("solve_coulomb", "solve", "cost+grad+Hessian", "cost+grad", "contact pool (Hessian)", "cholesky", "triangular solves",
           "constraint velocities x2", "line search", "one line eval")
 
 
 @njit(cache=True)
-def run_phase(which, reps, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, friction_tol,
+def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, friction_tol,
               stats):
     """Repeat phase ``which`` (index into PHASES) ``reps`` times on the problem; returns a checksum (keeps the
     work alive)."""
     contacts, limits = ContactPool(*contacts), LimitPool(*limits)
     gains, couplers = GainPool(*gains), CouplerPool(*couplers)
-    A, r = _problem(M, v0, bias, damping, dt)
     nv = v0.shape[0]
     grad = np.empty(nv)
     H = np.empty((nv, nv))
@@ -177,7 +157,7 @@ def main(argv=None):
             run_phase(w - 1, 1, *prob, stats)  # compile / warm
             rows[k, w] = cpu_us(w, args.reps, prob, stats)
         extra = run_phase(-1, 1, *prob, stats)
-        info.append((prob[7][-1], prob[0].shape[0], int(stats[0]), int(stats[1]), int(stats[2]), int(extra)))
+        info.append((prob[6][-1], prob[0].shape[0], int(stats[0]), int(stats[1]), int(stats[2]), int(extra)))
     print("problem: contacts, nv, friction re-solves R, Newton iters, LS iters, factorizations of solve_coulomb "
           "(all its solves) | µs per phase: "
           + ", ".join(PHASES))

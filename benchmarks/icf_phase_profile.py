@@ -77,7 +77,7 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
     vc = np.empty((nc, 3))
     uc = np.empty((nc, 3))
     # the first Newton iteration's direction at the warm start, shared by the later phases
-    slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
+    l0 = slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
     H0 = H.copy()
     L0 = np.linalg.cholesky(H0)
     p = slv._cholesky_solve(L0, -grad)
@@ -114,7 +114,7 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
             slv.constraint_velocities(p, contacts.Jc, contacts.cols, contacts.ncols, nc, uc)
             acc += vc[0, 0] if nc else 0.0
         elif which == 7:
-            a, _ = slv.exact_line_search(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, dl0)
+            a, _ = slv.exact_line_search(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0)
             acc += a
         else:
             f, _, _ = slv._line_eval(0.5, v0, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)

@@ -62,7 +62,7 @@ PHASES = ("solve_coulomb", "solve", "cost+grad+Hessian", "cost+grad", "contact p
           "constraint velocities x2", "line search", "one line eval")
 
 
-@njit(cache=True)
+@njit  # not cached: numba's cache does not notice a change in the solver module it calls
 def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, friction_tol,
               stats):
     """Repeat phase ``which`` (index into PHASES) ``reps`` times on the problem; returns a checksum (keeps the
@@ -146,7 +146,7 @@ def main(argv=None):
     solves = max(tot[0], 1)
     print(f"{args.env} ε={args.accuracy:g}, {args.steps} random steps: {len(problems)} attempts, {int(tot[0])} convex "
           f"solves ({int(tot[5])} friction re-solves), per solve: Newton {tot[1] / solves:.2f}, line-search evals "
-          f"{tot[2] / solves:.2f} (+2 per Newton iteration for α=0, α_max), factorizations {tot[3] / solves:.2f}")
+          f"{tot[2] / solves:.2f} (+1 evaluation at α_max per Newton iteration), factorizations {tot[3] / solves:.2f}")
     pick = np.linspace(0, len(problems) - 1, min(args.problems, len(problems))).astype(int)
     stats = np.zeros(4, dtype=np.int64)
     rows = np.zeros((len(pick), len(PHASES)))

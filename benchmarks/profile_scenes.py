@@ -361,12 +361,14 @@ def _compiled_loops():
         Jc, cols, ncols, nc = contacts[0], contacts[1], contacts[2], contacts[10]
         vc = np.empty((nc, 3))
         uc = np.empty((nc, 3))
+        nv = v0.shape[0]
+        l0 = cgh(v0, A, r, dt, vs, contacts, limits, gains, couplers, np.empty(nv), np.empty((nv, nv)), False)
         it = 0
         s = 0.0
         for _ in range(reps):
             cvel(v0, Jc, cols, ncols, nc, vc)
             cvel(p, Jc, cols, ncols, nc, uc)
-            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, dl0)
+            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0)
             s += a
             it = k
         return s, it

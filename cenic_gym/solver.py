@@ -159,14 +159,19 @@ def _cubic_guess(l0, l1, d0, d1, amax):
 
 
 @njit(cache=True)
-def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, dl0):
-    """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations)."""
+def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0):
+    """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations).
+
+    l0 = ℓ(v), dl0 = ∇ℓ(v)·p: from the assembly at v (:func:`cost_gradient_hessian`). Its ℓ(v) is the same
+    floating-point sum as ``_line_eval`` at α = 0 (quadratic part, then the pools' costs in the same order; every
+    pool's line cost at α = 0 is its cost's expression), so passing it saves one evaluation per Newton iteration
+    without changing any result (checked bit for bit on every Newton iterate of captured CenicAllegro-v0 problems,
+    RESULTS.md "Inside the convex solve on CenicAllegro-v0")."""
     Ap = A @ p
     qa = p @ Ap
     qb = v @ Ap - r @ p
     qc = 0.5 * (v @ (A @ v)) - r @ v
     args = (contacts, limits, gains, couplers)
-    l0, _, _ = _line_eval(0.0, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
     amax = ALPHA_MAX
     l1, d1, _ = _line_eval(amax, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
     scale = -dl0  # > 0; normalise F(α) = ℓ'(α)/(−ℓ'(0)) so F(0) = −1
@@ -253,8 +258,8 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
     have_factor = False
     need_factor = True
     for it in range(MAX_NEWTON_ITERATIONS):
-        cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H,
-                              need_factor or not reuse_hessian)
+        cost = cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H,
+                                     need_factor or not reuse_hessian)
         gnorm = 0.0
         for a in range(nv):
             gnorm += (dscale[a] * grad[a]) ** 2
@@ -275,7 +280,8 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
             continue
         constraint_velocities(v, Jc, cols, ncols, nc, vc)
         constraint_velocities(p, Jc, cols, ncols, nc, uc)
-        alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, dl0)
+        alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, cost,
+                                        dl0)
         stats[LS_ITERS] += lsit
         stats[NEWTON_ITERS] += 1
         dv = 0.0

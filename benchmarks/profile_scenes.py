@@ -30,7 +30,9 @@ Four views, written as text under ``benchmarks/profiles/`` and summarised on std
    r = M v^n − δt bias, the warm start, the four constraint pools as tuples, copied out of the per-cache buffers),
    and ``slv.solve``, ``slv.cost_gradient_hessian``, ``np.linalg.cholesky``, ``slv._cholesky_solve`` and
    ``slv.exact_line_search`` are replayed in compiled loops (numba has no wall clock in nopython mode), then scaled
-   by each problem's own Newton / factorization counters.
+   by each problem's own Newton / factorization counters. The replay is the first solve of each problem
+   (``solve``); a friction re-solve (``solve_coulomb`` moving the friction bounds to the step's own normal
+   impulses) is not replayed, so a re-solved problem's counters differ from its replay's ("same Newton path" below).
 4. Micro-timings (sphere drop, in flight and in contact): the statements of the per-step path (``_prepare``,
    ``_full_and_half``, ``_icf``, a whole accepted step from a restored state, each Pinocchio call, each numba call
    with the run's arguments, and the dispatch cost of no-op numba functions taking the same big tuple arguments),
@@ -277,22 +279,22 @@ def record_problems(factory, t_end, every):
         return count[0] % every == 0
 
     def rec_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
-                 totals, integrate, plan, v, q_out):
+                 totals, integrate, plan, v, q_out, *friction):  # friction: friction_tol, fn_used
         prob = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse,
                         v) if take() else None
         ok = orig_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L,
-                       stats, totals, integrate, plan, v, q_out)
+                       stats, totals, integrate, plan, v, q_out, *friction)
         if prob is not None:
             problems.append((prob, stats.copy()))
         return ok
 
     def rec_fh(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
-               reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half):
+               reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half, *friction):
         full = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse,
                         v0) if take() else None
         want_half = take()
         res = orig_fh(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers,
-                      tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half)
+                      tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half, *friction)
         if full is not None:  # its counters were overwritten by the half step's (unless that did not run)
             problems.append((full, None if res[0] else stats.copy()))
         if want_half and res[0]:  # the call does not touch M, bias or the pools; the half step starts here

@@ -43,6 +43,7 @@ def default_config():
         success_radius=0.025, success_tilt=math.radians(15.0), rest_speed=0.05, rest_spin=0.5,
         lift_height=0.10,
         place_zone=0.05,  # horizontal distance box -> target [m] within which the box may be lowered at no cost
+        place_height=0.5,  # the place term falls linearly to 0 at this height of the box above its rest [m]
         reward_scales=dict(reach=1.0, grasp=1.0, lift=2.0, transport=2.0, place=4.0, release=4.0,
                            action_rate=-0.01, table_collision=-1.0),
         randomization=dict(box_mass=(0.25, 0.6), box_mu=(0.6, 1.2), table_mu=(0.35, 0.7), arm_kp_scale=(0.8, 1.2),
@@ -141,7 +142,8 @@ class FrankaBoxEnv(CenicEnv):
     - grasp (1): 1 when grasp or released
     - lift (2): 1 when released, else grasp · (1 if near else clip(Δz / 0.10 m, 0, 1))
     - transport (2): 1 when released, else grasp · [Δz > 2 cm or near] · (1 − tanh(5 d_xy))
-    - place (4): max(0, 1 − tilt / 90°) · (1 − tanh(10 d)), d = box centre → target (at rest height)
+    - place (4): max(0, 1 − tilt / 90°) · (1 − tanh(10 d_xy)) · max(0, 1 − |Δz| / 0.5 m) (linear in height, so a
+      box carried high above the target is drawn down)
     - release (4): released
     - action_rate (−0.01): ‖a − a_prev‖²
     - table_collision (−1): 1 when the hand or a finger touches the table
@@ -416,7 +418,8 @@ class FrankaBoxEnv(CenicEnv):
             grasp=1.0 if released else grasp,
             lift=1.0 if released else grasp * (1.0 if near else min(max(dz / c["lift_height"], 0.0), 1.0)),
             transport=1.0 if released else grasp * float(dz > 0.02 or near) * (1.0 - math.tanh(5.0 * d_xy)),
-            place=max(0.0, 1.0 - 2.0 * tilt_box / math.pi) * (1.0 - math.tanh(10.0 * np.linalg.norm(s["p_box"] - self.target))),
+            place=max(0.0, 1.0 - 2.0 * tilt_box / math.pi) * (1.0 - math.tanh(10.0 * d_xy))
+            * max(0.0, 1.0 - abs(dz) / c["place_height"]),
             release=float(released),
             action_rate=float(np.sum((action - prev_action) ** 2)),
             table_collision=float(table),

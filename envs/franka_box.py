@@ -131,20 +131,21 @@ class FrankaBoxEnv(CenicEnv):
     ## Rewards
 
     reward = Σ scale_k · term_k (``info["reward/<k>"]`` holds each scaled term; scales in ``reward_scales``). The
-    terms are staged: each stage pays its predecessors in full, so no later stage pays less than an earlier one (the
-    box released on the target earns every term; lowering the grasped box above the target keeps lift and
-    transport). With grasp = both fingers touch the box, Δz = box height above its resting height, d_xy = box →
-    target horizontally, near = d_xy < ``place_zone`` (5 cm), placed = d_xy < 2.5 cm, tilt < 15°, |Δz| < 1 cm, and
-    released = placed and no finger touches the box:
+    terms are staged: once the box is placed every earlier stage pays in full, so no later stage pays less than an
+    earlier one (lowering the grasped box above the target keeps lift and transport; opening the gripper on a
+    placed box loses nothing). With grasp = both fingers touch the box, Δz = box height above its resting height,
+    d_xy = box → target horizontally, near = d_xy < ``place_zone`` (5 cm), placed = d_xy < 2.5 cm, tilt < 15°,
+    |Δz| < 1 cm, and opening = the commanded finger opening / 4 cm ∈ [0, 1]:
 
-    - reach (1): 1 when grasp or released, else 1 − tanh(10 d), d = distance TCP → grasp point (3 cm below the
+    - reach (1): 1 when grasp or placed, else 1 − tanh(10 d), d = distance TCP → grasp point (3 cm below the
       box top)
-    - grasp (1): 1 when grasp or released
-    - lift (2): 1 when released, else grasp · (1 if near else clip(Δz / 0.10 m, 0, 1))
-    - transport (2): 1 when released, else grasp · [Δz > 2 cm or near] · (1 − tanh(5 d_xy))
+    - grasp (1): 1 when placed, else grasp
+    - lift (2): 1 when placed, else grasp · (1 if near else clip(Δz / 0.10 m, 0, 1))
+    - transport (2): 1 when placed, else grasp · [Δz > 2 cm or near] · (1 − tanh(5 d_xy))
     - place (4): max(0, 1 − tilt / 90°) · (1 − tanh(10 d_xy)) · max(0, 1 − |Δz| / 0.5 m) (linear in height, so a
       box carried high above the target is drawn down)
-    - release (4): released
+    - release (4): placed · (opening + [no finger touches the box]) / 2 (the commanded opening pays at once, before
+      the fingers leave the box)
     - action_rate (−0.01): ‖a − a_prev‖²
     - table_collision (−1): 1 when the hand or a finger touches the table
 
@@ -411,16 +412,16 @@ class FrankaBoxEnv(CenicEnv):
         d_xy = float(np.linalg.norm((s["p_box"] - self.target)[:2]))
         tilt_box = tilt(s["R_box"])
         placed = d_xy < c["success_radius"] and tilt_box < c["success_tilt"] and abs(dz) < 0.01
-        released = placed and not (left or right)  # the last stage: every earlier stage's term is paid in full
         near = d_xy < c["place_zone"]  # above the target: lowering the box costs no lift or transport credit
-        terms = dict(
-            reach=1.0 if grasp or released else 1.0 - math.tanh(10.0 * np.linalg.norm(self._grasp_point(s) - s["p_tcp"])),
-            grasp=1.0 if released else grasp,
-            lift=1.0 if released else grasp * (1.0 if near else min(max(dz / c["lift_height"], 0.0), 1.0)),
-            transport=1.0 if released else grasp * float(dz > 0.02 or near) * (1.0 - math.tanh(5.0 * d_xy)),
+        opening = min(max(float(np.asarray(self.grip.q_d)[0]) / pc.FINGER_OPEN, 0.0), 1.0)  # commanded, 0 … 1
+        terms = dict(  # placed: every earlier stage is paid in full, however the fingers hold the box
+            reach=1.0 if grasp or placed else 1.0 - math.tanh(10.0 * np.linalg.norm(self._grasp_point(s) - s["p_tcp"])),
+            grasp=1.0 if placed else grasp,
+            lift=1.0 if placed else grasp * (1.0 if near else min(max(dz / c["lift_height"], 0.0), 1.0)),
+            transport=1.0 if placed else grasp * float(dz > 0.02 or near) * (1.0 - math.tanh(5.0 * d_xy)),
             place=max(0.0, 1.0 - 2.0 * tilt_box / math.pi) * (1.0 - math.tanh(10.0 * d_xy))
             * max(0.0, 1.0 - abs(dz) / c["place_height"]),
-            release=float(released),
+            release=float(placed) * 0.5 * (opening + float(not (left or right))),
             action_rate=float(np.sum((action - prev_action) ** 2)),
             table_collision=float(table),
         )

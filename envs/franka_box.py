@@ -142,8 +142,8 @@ class FrankaBoxEnv(CenicEnv):
     - grasp (1): 1 when placed, else grasp
     - lift (2): 1 when placed, else grasp · (1 if near else clip(Δz / 0.10 m, 0, 1))
     - transport (2): 1 when placed, else grasp · [Δz > 2 cm or near] · (1 − tanh(5 d_xy))
-    - place (4): max(0, 1 − tilt / 90°) · (1 − tanh(10 d_xy)) · max(0, 1 − |Δz| / 0.5 m) (linear in height, so a
-      box carried high above the target is drawn down)
+    - place (4): max(0, 1 − tilt / 90°) · (1 − tanh(10 d_xy)) · max(0, 1 − |Δz| / 0.5 m) (linear in height,
+      so a box carried high above the target is drawn down)
     - release (4): placed · (opening + [no finger touches the box]) / 2 (the commanded opening pays at once, before
       the fingers leave the box)
     - action_rate (−0.01): ‖a − a_prev‖²

@@ -408,10 +408,7 @@ class FrankaBoxEnv(CenicEnv):
             return {"goal": r}
         left, right, table = self._contacts()
         grasp = float(left and right)
-        dz = s["p_box"][2] - self.rest_z
-        d_xy = float(np.linalg.norm((s["p_box"] - self.target)[:2]))
-        tilt_box = tilt(s["R_box"])
-        placed = d_xy < c["success_radius"] and tilt_box < c["success_tilt"] and abs(dz) < 0.01
+        d_xy, tilt_box, dz, placed = self._placement(s)
         near = d_xy < c["place_zone"]  # above the target: lowering the box costs no lift or transport credit
         opening = min(max(float(np.asarray(self.grip.q_d)[0]) / pc.FINGER_OPEN, 0.0), 1.0)  # commanded, 0 … 1
         terms = dict(  # placed: every earlier stage is paid in full, however the fingers hold the box
@@ -435,13 +432,21 @@ class FrankaBoxEnv(CenicEnv):
             d = float(np.linalg.norm(s["p_tcp"] - self.target))
             return dict(success=d < c["goal_threshold"], distance=d)
         left, right, _ = self._contacts()
-        d_xy = float(np.linalg.norm((s["p_box"] - self.target)[:2]))
-        tilt_box = tilt(s["R_box"])
-        resting = abs(s["p_box"][2] - self.rest_z) < 0.01
+        d_xy, tilt_box, _, placed = self._placement(s)
         still = np.linalg.norm(s["v_box"]) < c["rest_speed"] and np.linalg.norm(s["w_box"]) < c["rest_spin"]
         released = not (left or right)
-        return dict(success=bool(d_xy < c["success_radius"] and tilt_box < c["success_tilt"] and resting and still
-                                 and released), distance_xy=d_xy, tilt=tilt_box, released=released, at_rest=bool(still))
+        return dict(success=bool(placed and still and released), distance_xy=d_xy, tilt=tilt_box, released=released,
+                    at_rest=bool(still))
+
+    def _placement(self, s):
+        """(d_xy [m] box → target horizontally, tilt [rad], Δz [m] box height above its rest, placed): placed = within
+        ``success_radius``, tilted less than ``success_tilt`` and at rest height (|Δz| < 1 cm); the reward's
+        stages and :meth:`evaluate` share it."""
+        c = self.config
+        d_xy = float(np.linalg.norm((s["p_box"] - self.target)[:2]))
+        tilt_box = tilt(s["R_box"])
+        dz = s["p_box"][2] - self.rest_z
+        return d_xy, tilt_box, dz, bool(d_xy < c["success_radius"] and tilt_box < c["success_tilt"] and abs(dz) < 0.01)
 
     def _terminated(self):
         (x0, x1), (y0, y1) = self.config["table_xy"]

@@ -216,11 +216,9 @@ def _seed_numba_cache(cache_base):
 
     n = 0
     for module in nc._sources():
-        name = f"{module}-{nc.module_key(module)}"
-        src, dst = Path(nc.cache_root()) / name, Path(nc.cache_root(str(cache_base))) / name
-        if src.is_dir():
-            shutil.copytree(src, dst, dirs_exist_ok=True)
-            n += sum(1 for f in dst.iterdir() if f.suffix in (".nbi", ".nbc"))
+        src, dst = Path(nc.cache_dir(module)), Path(nc.cache_dir(module, str(cache_base)))
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+        n += sum(1 for f in dst.iterdir() if f.suffix in (".nbi", ".nbc"))
     return n
 
 

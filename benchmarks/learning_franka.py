@@ -1,9 +1,9 @@
 """Learning curve of the pick-and-place: SB3 PPO on CenicFranka-v0 (the config ``cenic_gym.train.configs``
-``CONFIGS["CenicFranka-v0"]["ppo"]``: TCP-translation + gripper actions, 100-step episodes, dense reward, half of
-the training episodes starting with the box grasped).
+``CONFIGS["CenicFranka-v0"]["ppo"]``: TCP-translation + gripper actions, 100-step episodes, dense reward, some of
+the training episodes starting with the box grasped, or grasped and standing on the target).
 
     python benchmarks/learning_franka.py [--minutes 60] [--steps N] [--seed 0] [--workers 0] [--algo ppo|sac]
-                                         [--grasped-start P] [--name NAME] [--final-episodes 20] [--no-results]
+                                         [--grasped-start P] [--placed-start P] [--name NAME] [--final-episodes 20] [--no-results]
                                          [--plot-only | --final-only]
 
 Trains for at most ``--minutes`` of wall time (or ``--steps`` env steps), evaluating every ``eval_every`` env steps
@@ -35,13 +35,14 @@ FINAL_SEED = 10_000
 
 
 def train_run(a, run_dir):
-    """Train with the project's config (``--grasped-start`` overrides the training aid); returns (wall s, cfg,
-    path of the final model)."""
+    """Train with the project's config (``--grasped-start`` / ``--placed-start`` override the training aids); returns
+    (wall s, cfg, path of the final model)."""
     from cenic_gym.train import RunSpec, get_config, sb3_backend
 
     cfg = get_config(ENV_ID, a.algo)
-    if a.grasped_start is not None:
-        cfg["train_env_kwargs"] = dict(cfg["train_env_kwargs"], grasped_start=a.grasped_start)
+    for key in ("grasped_start", "placed_start"):
+        if getattr(a, key) is not None:
+            cfg["train_env_kwargs"] = dict(cfg["train_env_kwargs"], **{key: getattr(a, key)})
     spec = RunSpec(ENV_ID, a.algo, "sb3", cfg["env_kwargs"], a.seed, a.steps or cfg["steps"], a.workers,
                    max(cfg["num_envs"], a.workers), cfg["train_env_kwargs"])
     t0 = time.perf_counter()
@@ -64,7 +65,7 @@ def section(name, run, command):
         f"steps ({ev[-1]['steps'] / run['wall_s']:.0f} env steps/s with learning and evaluation included).",
         f"Config (`cenic_gym/train/configs.py` `PICK_PLACE_PPO`): env `{cfg['env_kwargs']}`, training envs only "
         f"`{cfg['train_env_kwargs']}`, {cfg['num_envs']} envs {where}, VecNormalize, PPO `{cfg['sb3']}`.",
-        "Evaluation: the unmodified task (no grasped starts), deterministic policy, "
+        "Evaluation: the unmodified task (no grasped or placed starts), deterministic policy, "
         f"{cfg['eval_episodes']} episodes per point on held-out seeds; success = `info[\"is_success\"]` at the "
         "episode's end (box within 2.5 cm of the target, upright, resting, released, still).", "",
         "| env steps | wall [min] | eval return (100 steps) | eval success rate |",
@@ -103,6 +104,8 @@ def main():
     p.add_argument("--workers", type=int, default=0, help="Ray actors for the training envs (0: in process)")
     p.add_argument("--grasped-start", type=float, default=None,
                    help="override the config's training-only grasped_start probability (0 switches it off)")
+    p.add_argument("--placed-start", type=float, default=None,
+                   help="override the config's training-only placed_start probability (0 switches it off)")
     p.add_argument("--final-episodes", type=int, default=20)
     p.add_argument("--name", default="ppo")
     p.add_argument("--algo", choices=("ppo", "sac"), default="ppo")

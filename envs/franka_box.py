@@ -57,6 +57,8 @@ def default_config():
         grasped_start=0.0,  # probability that an episode starts with the box already grasped (a TRAINING aid, the
         # HER paper's trick; evaluate with 0): the arm is put at the grasp point and the gripper closed for
         # grasp_settle seconds of simulation before the first observation
+        placed_start=0.0,  # probability that an episode starts with the box grasped AND standing on the target (a
+        # TRAINING aid, reverse curriculum: the last stage, letting go, is met from the first update); evaluate with 0
         grasp_settle=0.4,  # [s]
     )
 
@@ -180,7 +182,12 @@ class FrankaBoxEnv(CenicEnv):
     grasped with probability p: after the draw above, the arm is moved (IK) so that the TCP is at the grasp point
     with the start pose's hand orientation, fingers open 5 mm clear of the box, then the gripper closes for
     ``grasp_settle`` seconds of simulation (arm targets held) and the episode starts from that state (``sim.t`` =
-    grasp_settle). The draw uses the episode's generator only when p > 0, so p = 0 episodes are unchanged.
+    grasp_settle). With ``placed_start`` = p' > 0 (default 0; p + p' ≤ 1) an episode starts, with probability p',
+    in the same way but with the box standing on the target (x, y = the target's, same yaw): the state of a placed,
+    still held box, from which only letting go is left (a reverse curriculum, Florensa et al. 2017, "Reverse
+    Curriculum Generation for Reinforcement Learning"). One uniform draw u per episode picks the start (grasped for
+    u < p, placed for p ≤ u < p + p'); it uses the episode's generator only when p or p' > 0, so episodes with
+    both 0 are unchanged.
 
     ``gym.make("CenicFranka-v0", **kwargs)``: the common options of :mod:`cenic_gym.env` (accuracy, max_step,
     fixed_step, control_period, domain_randomization, obs_noise, action_delay, render_mode) and every key of
@@ -213,8 +220,12 @@ class FrankaBoxEnv(CenicEnv):
         if cfg["ee_delta_origin"] not in ("target", "measured"):
             raise ValueError(f"ee_delta_origin must be 'target' or 'measured', got {cfg['ee_delta_origin']!r}")
         g, settle = cfg["grasped_start"], cfg["grasp_settle"]
-        if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0.0 <= g <= 1.0:
-            raise ValueError(f"grasped_start must be a probability in [0, 1], got {g!r}")
+        for key in ("grasped_start", "placed_start"):
+            p = cfg[key]
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+                raise ValueError(f"{key} must be a probability in [0, 1], got {p!r}")
+        if g + cfg["placed_start"] > 1.0:
+            raise ValueError(f"grasped_start + placed_start must be at most 1, got {g!r} + {cfg['placed_start']!r}")
         if isinstance(settle, bool) or not isinstance(settle, (int, float)) or not 0.0 < settle < math.inf:
             raise ValueError(f"grasp_settle must be a duration > 0 [s], got {settle!r}")
         r = cfg["reach_goal_range"]
@@ -301,8 +312,14 @@ class FrankaBoxEnv(CenicEnv):
         elif c["task"] == "reach":  # FetchReach's goal: a box of half-width r around the start TCP
             r = c["reach_goal_range"]
             self.target = sim.body_pose(pc.TCP)[0] + rng.uniform(-r, r, 3)
-        if c["grasped_start"] > 0.0 and rng.uniform() < c["grasped_start"]:
-            self._close_on_box(yaw)
+        g, p = c["grasped_start"], c["placed_start"]
+        if g > 0.0 or p > 0.0:  # one draw per episode, made only when a training aid is on
+            u = rng.uniform()
+            if u < g + p:
+                if u >= g:  # placed start: the box stands on the target, in the gripper
+                    q[self.box_q][:2] = self.target[:2]
+                    sim.set_state(q=q, v=np.zeros(self.system.nv))
+                self._close_on_box(yaw)
 
     def _close_on_box(self, yaw):
         """Start grasped: the TCP at the grasp point with the start pose's hand orientation (IK), each finger

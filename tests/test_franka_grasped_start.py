@@ -1,8 +1,11 @@
-"""CenicFranka-v0's training aid ``grasped_start`` (episodes that start with the box in the closed gripper): off by
-default and then bit-identical to the plain env, a physically held grasp when on (the box lifts with the hand),
-deterministic, bad values rejected; the training backends give it to the training envs only. Evaluation sums each
+"""CenicFranka-v0's training aids ``grasped_start`` (episodes that start with the box in the closed gripper) and
+``placed_start`` (the same, with the box standing on the target): off by default and then bit-identical to the plain
+env, a physically held grasp when on (the box lifts with the hand; a placed box is a success once the gripper opens),
+deterministic, bad values rejected; the training backends give them to the training envs only. Evaluation sums each
 reward term per episode."""
 from __future__ import annotations
+
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -25,7 +28,7 @@ def _rollout(env, seed, actions):
 def test_off_is_the_plain_env_bit_for_bit():
     actions = np.random.default_rng(1).uniform(-1, 1, (5, 8)).astype(np.float32)
     plain = _rollout(gym.make("CenicFranka-v0"), 3, actions)
-    off = _rollout(gym.make("CenicFranka-v0", grasped_start=0.0), 3, actions)
+    off = _rollout(gym.make("CenicFranka-v0", grasped_start=0.0, placed_start=0.0), 3, actions)
     assert np.array_equal(plain, off)
 
 
@@ -57,12 +60,46 @@ def test_grasped_start_probability_draws_per_episode():
     assert 0 < sum(grasped) < 8
 
 
+def test_placed_start_is_one_step_from_success():
+    """A placed start holds the box upright on the target; opening the gripper (and nothing else) succeeds, and the
+    release term pays from the first opening step."""
+    env = gym.make("CenicFranka-v0", placed_start=1.0, **EE)
+    e = env.unwrapped
+    env.reset(seed=2)
+    left, right, _ = e._contacts()
+    d_xy, tilt_box, dz, placed = e._placement(e._state())
+    assert left and right and placed and d_xy < 1e-3 and not e.evaluate()["success"]
+    hold = np.array([0, 0, 0, 0, 0, 0, 0, -1], np.float32)
+    _, r_hold, *_ , info = env.step(hold)
+    assert info["reward/release"] == 0.0 and not info["is_success"]
+    opened = np.array([0, 0, 0, 0, 0, 0, 0, 1], np.float32)
+    _, r_open, *_ , info = env.step(opened)
+    assert info["reward/release"] > 0.0 and r_open > r_hold
+    for _ in range(10):
+        *_, info = env.step(opened)
+    assert info["is_success"] and info["reward/release"] == e.config["reward_scales"]["release"]
+
+
+def test_one_draw_picks_plain_grasped_or_placed_starts():
+    env = gym.make("CenicFranka-v0", grasped_start=0.4, placed_start=0.4, **EE)
+    e = env.unwrapped
+    starts = set()
+    for seed in range(12):
+        env.reset(seed=seed)
+        grasped = e.sim.t > 0.0
+        on_target = e._placement(e._state())[0] < 1e-3
+        starts.add((grasped, on_target))
+    assert starts == {(False, False), (True, False), (True, True)}
+
+
 @pytest.mark.parametrize("kwargs,text", [
+    (dict(placed_start=-0.1), "placed_start must be a probability in [0, 1], got -0.1"),
+    (dict(grasped_start=0.6, placed_start=0.5), "grasped_start + placed_start must be at most 1, got 0.6 + 0.5"),
     (dict(grasped_start=1.5), "grasped_start must be a probability in [0, 1], got 1.5"),
     (dict(grasped_start=True), "grasped_start must be a probability"),
     (dict(grasp_settle=0.0), "grasp_settle must be a duration > 0 [s], got 0.0")])
 def test_bad_values_raise_naming_them(kwargs, text):
-    with pytest.raises(ValueError, match=text.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
+    with pytest.raises(ValueError, match=re.escape(text)):
         gym.make("CenicFranka-v0", **kwargs)
 
 
@@ -70,12 +107,13 @@ def test_training_aid_reaches_training_envs_only():
     from cenic_gym.train import sb3_backend
 
     cfg = get_config("CenicFranka-v0", "ppo")
-    assert cfg["train_env_kwargs"]["grasped_start"] > 0 and "grasped_start" not in cfg["env_kwargs"]
     spec = RunSpec("CenicFranka-v0", "ppo", "sb3", cfg["env_kwargs"], train_env_kwargs=cfg["train_env_kwargs"])
     train_env = sb3_backend._env_factory(spec, training=True)()
     eval_env = sb3_backend._env_factory(spec)()
-    assert train_env.unwrapped.config["grasped_start"] == cfg["train_env_kwargs"]["grasped_start"]
-    assert eval_env.unwrapped.config["grasped_start"] == 0.0
+    for key in ("grasped_start", "placed_start"):
+        assert cfg["train_env_kwargs"][key] > 0 and key not in cfg["env_kwargs"]
+        assert train_env.unwrapped.config[key] == cfg["train_env_kwargs"][key]
+        assert eval_env.unwrapped.config[key] == 0.0
     assert spec.training_env_kwargs() == {**cfg["env_kwargs"], **cfg["train_env_kwargs"]}
 
 

@@ -4,7 +4,7 @@
 
 - ``env_kwargs``: ``gym.make`` keyword arguments for training and evaluation (env options, ``max_episode_steps``);
 - ``train_env_kwargs``: extra keyword arguments for the training envs only (training aids such as Franka's
-  ``grasped_start``; evaluation always runs the unmodified task of ``env_kwargs``);
+  ``grasped_start`` and ``placed_start``; evaluation always runs the unmodified task of ``env_kwargs``);
 - ``num_envs``: sub-envs in the vector env (spread over ``--workers`` Ray actors, or in process with 0 workers);
 - ``steps``: default total env steps of ``cenic-gym train``;
 - ``eval_every`` / ``eval_episodes``: periodic evaluation (env steps between evaluations, episodes per evaluation);
@@ -44,16 +44,19 @@ REACH = dict(REACH_TABLE, ee_delta_origin="measured", reach_goal_range=0.15, goa
 
 # The pick-and-place with PPO (benchmarks/learning_franka.py): TCP translation deltas of 3 cm per step at |a| = 1
 # plus the gripper (rotation actions off: the hand keeps its start orientation, whose fingers close across a box
-# yawed by up to 0.6 rad), 100-step (5 s) episodes, the dense staged reward; half of the TRAINING episodes start
-# with the box already grasped (the HER paper's trick, env option grasped_start); evaluation runs the plain task.
+# yawed by up to 0.6 rad), 100-step (5 s) episodes, the dense staged reward; of the TRAINING episodes 35 % start
+# with the box already grasped (the HER paper's trick, env option grasped_start) and 15 % with it grasped and
+# standing on the target (placed_start: a reverse curriculum for the last stage, letting go, which the staged reward
+# alone never taught in a 1-hour run); evaluation runs the plain task.
 # 32 envs x 64 steps = 2048 env steps per PPO update: with 2 Ray workers that is 16 envs per actor, which makes Ray's
 # per-call cost and the driver's policy inference per env step a quarter of 8 envs x 256 steps (benchmarks/RESULTS.md,
 # "Ray vector envs: where the CPU goes per vector step"; 100-step episodes are bootstrapped from the value at the cut).
 PICK_PLACE = dict(action_type="ee_delta", ee_delta_scale=(0.03, 0.0), max_episode_steps=100)
-PICK_PLACE_PPO = dict(_PPO, env_kwargs=PICK_PLACE, train_env_kwargs=dict(grasped_start=0.5), num_envs=32,
+PICK_PLACE_AIDS = dict(grasped_start=0.35, placed_start=0.15)
+PICK_PLACE_PPO = dict(_PPO, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_AIDS, num_envs=32,
                       steps=1_000_000, eval_every=25_000, eval_episodes=10, checkpoint_every=200_000,
                       sb3=dict(_PPO["sb3"], n_steps=64, batch_size=512, gamma=0.98))
-PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=dict(grasped_start=0.5), steps=200_000,
+PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_AIDS, steps=200_000,
                       eval_every=10_000, eval_episodes=10, checkpoint_every=50_000, normalize=True,
                       sb3=dict(_SAC["sb3"], learning_rate=3e-4, gamma=0.98, tau=0.005, learning_starts=5_000,
                                train_freq=2, gradient_steps=1))

@@ -44,7 +44,7 @@ def default_config():
         lift_height=0.10,
         place_zone=0.05,  # horizontal distance box -> target [m] within which the box may be lowered at no cost
         place_height=0.5,  # the place term falls linearly to 0 at this height of the box above its rest [m]
-        reward_scales=dict(reach=1.0, grasp=1.0, lift=2.0, transport=2.0, place=4.0, release=4.0,
+        reward_scales=dict(reach=1.0, grasp=1.0, lift=2.0, transport=2.0, place=4.0, release=8.0,
                            action_rate=-0.01, table_collision=-1.0),
         randomization=dict(box_mass=(0.25, 0.6), box_mu=(0.6, 1.2), table_mu=(0.35, 0.7), arm_kp_scale=(0.8, 1.2),
                            box_size_scale=(0.85, 1.15)),  # each side length scaled independently
@@ -146,7 +146,7 @@ class FrankaBoxEnv(CenicEnv):
     - transport (2): 1 when placed, else grasp · [Δz > 2 cm or near] · (1 − tanh(5 d_xy))
     - place (4): max(0, 1 − tilt / 90°) · (1 − tanh(10 d_xy)) · max(0, 1 − |Δz| / 0.5 m) (linear in height,
       so a box carried high above the target is drawn down)
-    - release (4): placed · (opening + [no finger touches the box]) / 2 (the commanded opening pays at once, before
+    - release (8): placed · (opening + [no finger touches the box]) / 2 (the commanded opening pays at once, before
       the fingers leave the box)
     - action_rate (−0.01): ‖a − a_prev‖²
     - table_collision (−1): 1 when the hand or a finger touches the table

@@ -3,7 +3,8 @@
 the training episodes starting with the box grasped, or grasped and standing on the target).
 
     python benchmarks/learning_franka.py [--minutes 60] [--steps N] [--seed 0] [--workers 0] [--algo ppo|sac]
-                                         [--grasped-start P] [--placed-start P] [--name NAME] [--final-episodes 20] [--no-results]
+                                         [--grasped-start P] [--placed-start P]
+                                         [--train-accuracy EPS] [--name NAME] [--final-episodes 20] [--no-results]
                                          [--plot-only | --final-only]
 
 Trains for at most ``--minutes`` of wall time (or ``--steps`` env steps), evaluating every ``eval_every`` env steps
@@ -40,7 +41,7 @@ def train_run(a, run_dir):
     from cenic_gym.train import RunSpec, get_config, sb3_backend
 
     cfg = get_config(ENV_ID, a.algo)
-    for key in ("grasped_start", "placed_start"):
+    for key in ("grasped_start", "placed_start", "accuracy"):
         if getattr(a, key) is not None:
             cfg["train_env_kwargs"] = dict(cfg["train_env_kwargs"], **{key: getattr(a, key)})
     spec = RunSpec(ENV_ID, a.algo, "sb3", cfg["env_kwargs"], a.seed, a.steps or cfg["steps"], a.workers,
@@ -106,6 +107,8 @@ def main():
                    help="override the config's training-only grasped_start probability (0 switches it off)")
     p.add_argument("--placed-start", type=float, default=None,
                    help="override the config's training-only placed_start probability (0 switches it off)")
+    p.add_argument("--train-accuracy", dest="accuracy", type=float, default=None,
+                   help="the training envs' accuracy ε (the evaluation keeps the task's default, 1e-3)")
     p.add_argument("--final-episodes", type=int, default=20)
     p.add_argument("--name", default="ppo")
     p.add_argument("--algo", choices=("ppo", "sac"), default="ppo")

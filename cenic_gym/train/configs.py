@@ -33,6 +33,11 @@ _SAC = dict(
              tau=0.05, train_freq=1, gradient_steps=1, policy_kwargs=dict(net_arch=[256, 256])),
 )
 
+# PPO over Ray workers: 32 envs x 64 steps = 2048 env steps per update; with 2 workers that is 16 envs per actor, which
+# makes Ray's per-call cost and the driver's policy inference per env step a quarter of 8 envs x 256 steps
+# (benchmarks/RESULTS.md, "Ray vector envs: where the CPU goes per vector step").
+_PPO_WIDE = dict(_PPO, num_envs=32, sb3=dict(_PPO["sb3"], n_steps=64, batch_size=512))
+
 # The reach rung of CenicFrankaGoal-v0, two presets (TCP translation deltas of 5 cm per step at |a| = 1, rotation
 # actions off, 50-step episodes, sparse reward):
 # - REACH_TABLE: goals 10 cm above the pick-and-place target region (35-47 cm from the start TCP), success within
@@ -48,14 +53,11 @@ REACH = dict(REACH_TABLE, ee_delta_origin="measured", reach_goal_range=0.15, goa
 # with the box already grasped (the HER paper's trick, env option grasped_start) and 20 % with it grasped and
 # standing on the target (placed_start: a reverse curriculum for the last stage, letting go, which the staged reward
 # alone never taught in a 1-hour run); evaluation runs the plain task.
-# 32 envs x 64 steps = 2048 env steps per PPO update: with 2 Ray workers that is 16 envs per actor, which makes Ray's
-# per-call cost and the driver's policy inference per env step a quarter of 8 envs x 256 steps (benchmarks/RESULTS.md,
-# "Ray vector envs: where the CPU goes per vector step"; 100-step episodes are bootstrapped from the value at the cut).
+# 100-step episodes are bootstrapped from the value at the cut (_PPO_WIDE's 64-step rollouts).
 PICK_PLACE = dict(action_type="ee_delta", ee_delta_scale=(0.03, 0.0), max_episode_steps=100)
 PICK_PLACE_AIDS = dict(grasped_start=0.3, placed_start=0.2)
-PICK_PLACE_PPO = dict(_PPO, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_AIDS, num_envs=32,
-                      steps=1_000_000, eval_every=25_000, eval_episodes=10, checkpoint_every=200_000,
-                      sb3=dict(_PPO["sb3"], n_steps=64, batch_size=512, gamma=0.98))
+PICK_PLACE_PPO = dict(_PPO_WIDE, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_AIDS, steps=1_000_000,
+                      eval_every=25_000, eval_episodes=10, checkpoint_every=200_000)
 PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_AIDS, steps=200_000,
                       eval_every=10_000, eval_episodes=10, checkpoint_every=50_000, normalize=True,
                       sb3=dict(_SAC["sb3"], learning_rate=3e-4, gamma=0.98, tau=0.005, learning_starts=5_000,
@@ -76,8 +78,8 @@ CONFIGS: dict[str, dict[str, dict]] = {
         "ppo": {**_PPO, "env_kwargs": REACH},
     },
     "CenicQuadruped-v0": {
-        "ppo": {**_PPO, "env_kwargs": {}, "sb3": {**_PPO["sb3"], "gamma": 0.99}, "rllib": {**_PPO["rllib"],
-                                                                                          "gamma": 0.99}},
+        "ppo": {**_PPO_WIDE, "env_kwargs": {}, "sb3": {**_PPO_WIDE["sb3"], "gamma": 0.99},
+                "rllib": {**_PPO["rllib"], "gamma": 0.99}},
         "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
     },
     "CenicAllegro-v0": {
@@ -86,7 +88,7 @@ CONFIGS: dict[str, dict[str, dict]] = {
         "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
     },
     "CenicSuction-v0": {
-        "ppo": {**_PPO, "env_kwargs": {}},
+        "ppo": {**_PPO_WIDE, "env_kwargs": {}},
         "sac": {**_SAC, "env_kwargs": {}},
     },
 }

@@ -79,7 +79,8 @@ CONFIGS: dict[str, dict[str, dict]] = {
     },
     "CenicQuadruped-v0": {
         "ppo": {**_PPO_WIDE, "env_kwargs": {}, "sb3": {**_PPO_WIDE["sb3"], "gamma": 0.99},
-                "rllib": {**_PPO["rllib"], "gamma": 0.99}},
+                "rllib": {**_PPO["rllib"], "gamma": 0.99},
+                "eval_every": 50_000},  # an evaluation is 5 episodes of 1000 steps in the driver
         "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
     },
     "CenicAllegro-v0": {

@@ -114,6 +114,9 @@ def test_training_aid_reaches_training_envs_only():
         assert cfg["train_env_kwargs"][key] > 0 and key not in cfg["env_kwargs"]
         assert train_env.unwrapped.config[key] == cfg["train_env_kwargs"][key]
         assert eval_env.unwrapped.config[key] == 0.0
+    # the training envs run at a looser accuracy; the evaluation keeps the task's default
+    assert train_env.unwrapped.sim.integrator.accuracy == cfg["train_env_kwargs"]["accuracy"] == 1e-2
+    assert eval_env.unwrapped.sim.integrator.accuracy == 1e-3
     assert spec.training_env_kwargs() == {**cfg["env_kwargs"], **cfg["train_env_kwargs"]}
 
 

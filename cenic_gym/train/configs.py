@@ -49,16 +49,20 @@ REACH = dict(REACH_TABLE, ee_delta_origin="measured", reach_goal_range=0.15, goa
 
 # The pick-and-place with PPO (benchmarks/learning_franka.py): TCP translation deltas of 3 cm per step at |a| = 1
 # plus the gripper (rotation actions off: the hand keeps its start orientation, whose fingers close across a box
-# yawed by up to 0.6 rad), 100-step (5 s) episodes, the dense staged reward; of the TRAINING episodes 30 % start
-# with the box already grasped (the HER paper's trick, env option grasped_start) and 20 % with it grasped and
-# standing on the target (placed_start: a reverse curriculum for the last stage, letting go, which the staged reward
-# alone never taught in a 1-hour run); evaluation runs the plain task.
-# 100-step episodes are bootstrapped from the value at the cut (_PPO_WIDE's 64-step rollouts).
+# yawed by up to 0.6 rad), 100-step (5 s) episodes, the dense staged reward. The TRAINING envs (PICK_PLACE_TRAIN):
+# 40 % of the episodes start with the box already grasped (the HER paper's trick, env option grasped_start), 10 % with
+# it grasped and standing on the target (placed_start: a reverse curriculum for letting go, which the staged reward
+# alone never taught in a 1-hour run), and they run at accuracy 1e-2 instead of the task's 1e-3: twice the env steps
+# per hour (1.0 vs 2.8 substeps per env step, benchmarks/RESULTS.md "Env throughput"), and the scripted expert's
+# success and return are the same at every ε from 1e-1 to 1e-5 ("Sim-to-real: accuracy sweep"). Evaluation runs the
+# plain task at 1e-3. With this recipe a 1-hour run is the first whose evaluation success rose above 0 (run
+# ppo32-acc1e-2, RESULTS.md "Learning: PPO on the Franka pick-and-place"). 100-step episodes are bootstrapped from
+# the value at the cut (_PPO_WIDE's 64-step rollouts).
 PICK_PLACE = dict(action_type="ee_delta", ee_delta_scale=(0.03, 0.0), max_episode_steps=100)
-PICK_PLACE_AIDS = dict(grasped_start=0.3, placed_start=0.2)
-PICK_PLACE_PPO = dict(_PPO_WIDE, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_AIDS, steps=1_000_000,
+PICK_PLACE_TRAIN = dict(grasped_start=0.4, placed_start=0.1, accuracy=1e-2)
+PICK_PLACE_PPO = dict(_PPO_WIDE, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_TRAIN, steps=2_000_000,
                       eval_every=25_000, eval_episodes=10, checkpoint_every=200_000)
-PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_AIDS, steps=200_000,
+PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_TRAIN, steps=200_000,
                       eval_every=10_000, eval_episodes=10, checkpoint_every=50_000, normalize=True,
                       sb3=dict(_SAC["sb3"], learning_rate=3e-4, gamma=0.98, tau=0.005, learning_starts=5_000,
                                train_freq=2, gradient_steps=1))

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import time
 
 import numpy as np
@@ -137,8 +138,6 @@ def main():
     js = OUT.with_suffix(".json")
     runs = json.loads(js.read_text()) if js.exists() else {}
     if not a.report:
-        import sys
-
         from cenic_gym.train import evaluate
 
         for env_id in a.env:

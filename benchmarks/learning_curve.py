@@ -40,6 +40,16 @@ def wall_limit(seconds):
     return WallLimit()
 
 
+def train_for(spec, cfg, run_dir, minutes):
+    """:func:`cenic_gym.train.sb3_backend.train` of ``spec`` / ``cfg`` into ``run_dir``, stopped after ``minutes`` of
+    wall time (or at ``spec.steps``). Returns (wall s, path of the final model)."""
+    from cenic_gym.train import sb3_backend
+
+    t0 = time.perf_counter()
+    path = sb3_backend.train(spec, cfg, run_dir, progress=False, callbacks=[wall_limit(60 * minutes)])
+    return time.perf_counter() - t0, path
+
+
 def curve(run_dir):
     """(steps, wall s since start, success rate, mean return) of each evaluation, from the run's TensorBoard log."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -57,7 +67,7 @@ def curve(run_dir):
 
 
 def run_cenic(minutes, steps, seed, out_dir, reward_type, preset, origin=None):
-    from cenic_gym.train import RunSpec, configs, get_config, sb3_backend
+    from cenic_gym.train import RunSpec, configs, get_config
 
     cfg = get_config("CenicFrankaGoal-v0", "sac")
     cfg["eval_episodes"] = 10
@@ -65,9 +75,7 @@ def run_cenic(minutes, steps, seed, out_dir, reward_type, preset, origin=None):
     if origin is not None:
         cfg["env_kwargs"]["ee_delta_origin"] = origin
     spec = RunSpec("CenicFrankaGoal-v0", "sac", "sb3", cfg["env_kwargs"], seed, steps, 0, 1)
-    t0 = time.perf_counter()
-    sb3_backend.train(spec, cfg, out_dir, progress=False, callbacks=[wall_limit(60 * minutes)])
-    return time.perf_counter() - t0, cfg
+    return train_for(spec, cfg, out_dir, minutes)[0], cfg
 
 
 def plot(curves, path, title="SB3 SAC + HER, reach (deterministic evaluation episodes, 10 per point)",

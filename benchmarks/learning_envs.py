@@ -20,12 +20,11 @@ import json
 import os
 import shutil
 import sys
-import time
 
 import numpy as np
 
 from bench_common import REPO, provenance, replace_marked_section
-from learning_curve import curve, wall_limit
+from learning_curve import curve, train_for
 
 OUT = REPO / "benchmarks" / "learning_envs"
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
@@ -35,14 +34,13 @@ FINAL_SEED = 10_000
 
 def train_env(env_id, minutes, workers, seed, run_dir):
     """Train PPO on ``env_id`` for ``minutes`` of wall time; returns (wall s, cfg, path of the final model)."""
-    from cenic_gym.train import RunSpec, get_config, sb3_backend
+    from cenic_gym.train import RunSpec, get_config
 
     cfg = get_config(env_id, "ppo")
     spec = RunSpec(env_id, "ppo", "sb3", cfg["env_kwargs"], seed, 10**9, workers, max(cfg["num_envs"], workers),
                    cfg["train_env_kwargs"])
-    t0 = time.perf_counter()
-    path = sb3_backend.train(spec, cfg, run_dir, progress=False, callbacks=[wall_limit(60 * minutes)])
-    return time.perf_counter() - t0, cfg, path
+    wall, path = train_for(spec, cfg, run_dir, minutes)
+    return wall, cfg, path
 
 
 def random_baseline(env_id, env_kwargs, episodes):

@@ -23,10 +23,9 @@ import json
 import os
 import shutil
 import sys
-import time
 
 from bench_common import REPO, provenance, replace_marked_section
-from learning_curve import curve, plot, wall_limit
+from learning_curve import curve, plot, train_for
 
 ENV_ID = "CenicFranka-v0"
 OUT = REPO / "benchmarks" / "learning_franka"
@@ -38,7 +37,7 @@ FINAL_SEED = 10_000
 def train_run(a, run_dir):
     """Train with the project's config (``--grasped-start`` / ``--placed-start`` override the training aids); returns
     (wall s, cfg, path of the final model)."""
-    from cenic_gym.train import RunSpec, get_config, sb3_backend
+    from cenic_gym.train import RunSpec, get_config
 
     cfg = get_config(ENV_ID, a.algo)
     for key in ("grasped_start", "placed_start", "accuracy"):
@@ -46,9 +45,8 @@ def train_run(a, run_dir):
             cfg["train_env_kwargs"] = dict(cfg["train_env_kwargs"], **{key: getattr(a, key)})
     spec = RunSpec(ENV_ID, a.algo, "sb3", cfg["env_kwargs"], a.seed, a.steps or cfg["steps"], a.workers,
                    max(cfg["num_envs"], a.workers), cfg["train_env_kwargs"])
-    t0 = time.perf_counter()
-    path = sb3_backend.train(spec, cfg, run_dir, progress=False, callbacks=[wall_limit(60 * a.minutes)])
-    return time.perf_counter() - t0, cfg, path
+    wall, path = train_for(spec, cfg, run_dir, a.minutes)
+    return wall, cfg, path
 
 
 def section(name, run, command):

@@ -92,11 +92,12 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
     for _ in range(reps):
         if which == -1:
             v[:] = v0
-            acc += slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L, stats,
+            acc += slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L,
+                                     slv.NO_BLOCKS, stats,
                                      friction_tol, fn_used)
         elif which == 0:
             v[:] = v0
-            slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L, stats)
+            slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L, slv.NO_BLOCKS, stats)
             acc += v[0]
         elif which == 1:
             acc += slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)

@@ -28,7 +28,7 @@ Four views, written as text under ``benchmarks/profiles/`` and summarised on std
    Instead the Python-level calls of ``icf_step`` and ``icf_full_and_half`` are recorded (every k-th), each convex
    problem is rebuilt from their arguments exactly as ``icf_step`` does (A = M + δt diag(damping),
    r = M v^n − δt bias, the warm start, the four constraint pools as tuples, copied out of the per-cache buffers),
-   and ``slv.solve``, ``slv.cost_gradient_hessian``, ``np.linalg.cholesky``, ``slv._cholesky_solve`` and
+   and ``slv.solve``, ``slv.cost_gradient_hessian``, ``slv.cholesky``, ``slv._cholesky_solve`` and
    ``slv.exact_line_search`` are replayed in compiled loops (numba has no wall clock in nopython mode), then scaled
    by each problem's own Newton / factorization counters. The replay is the first solve of each problem
    (``solve``); a friction re-solve (``solve_coulomb`` moving the friction bounds to the step's own normal
@@ -259,12 +259,13 @@ def _copy(x):
     return x
 
 
-def _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, v_start):
-    """The convex problem icf_step hands to solve: (v warm start, A, r, dscale, dt, vs, pools..., tol, reuse)."""
+def _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, v_start, blocks):
+    """The convex problem icf_step hands to solve: (v warm start, A, r, dscale, dt, vs, pools..., tol, reuse, the
+    factorization's block partition)."""
     A = M + dt * np.diag(damping)
     r = M @ v0 - dt * bias
     return (np.array(v_start, dtype=float), A, r, dscale.copy(), float(dt), float(vs), _copy(contacts),
-            _copy(limits), _copy(gains), _copy(couplers), float(tol), bool(reuse))
+            _copy(limits), _copy(gains), _copy(couplers), float(tol), bool(reuse), blocks.copy())
 
 
 def record_problems(factory, t_end, every):
@@ -278,28 +279,29 @@ def record_problems(factory, t_end, every):
         count[0] += 1
         return count[0] % every == 0
 
-    def rec_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
-                 totals, integrate, plan, v, q_out, *friction):  # friction: friction_tol, fn_used
+    def rec_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, blocks,
+                 stats, totals, integrate, plan, v, q_out, *friction):  # friction: friction_tol, fn_used
         prob = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse,
-                        v) if take() else None
+                        v, blocks) if take() else None
         ok = orig_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L,
-                       stats, totals, integrate, plan, v, q_out, *friction)
+                       blocks, stats, totals, integrate, plan, v, q_out, *friction)
         if prob is not None:
             problems.append((prob, stats.copy()))
         return ok
 
     def rec_fh(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
-               reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half, *friction):
+               reuse, L, blocks, stats, totals, integrate, plan, v_full, q_full, v_half, q_half, *friction):
         full = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse,
-                        v0) if take() else None
+                        v0, blocks) if take() else None
         want_half = take()
         res = orig_fh(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers,
-                      tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half, *friction)
+                      tol, reuse, L, blocks, stats, totals, integrate, plan, v_full, q_full, v_half, q_half,
+                      *friction)
         if full is not None:  # its counters were overwritten by the half step's (unless that did not run)
             problems.append((full, None if res[0] else stats.copy()))
         if want_half and res[0]:  # the call does not touch M, bias or the pools; the half step starts here
             problems.append((_problem(q, v0, M, bias, damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half,
-                                      couplers, tol, reuse, 0.5 * (v0 + v_full)), stats.copy()))
+                                      couplers, tol, reuse, 0.5 * (v0 + v_full), blocks), stats.copy()))
         return res
 
     cenic_mod.icf_step, cenic_mod.icf_full_and_half = rec_step, rec_fh
@@ -319,21 +321,22 @@ def _compiled_loops():
     csol = slv._cholesky_solve
     cvel = slv.constraint_velocities
     solve = slv.solve
+    chol = slv.cholesky
 
     @njit
     def loop_solve(prob, reps):
-        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse) = prob
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks) = prob
         nv = v0.shape[0]
         L = np.zeros((nv, nv))
         stats = np.zeros(4, dtype=np.int64)
         for _ in range(reps):
             v = v0.copy()
-            solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats)
+            solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, blocks, stats)
         return stats
 
     @njit
     def loop_cgh(prob, reps):
-        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse) = prob
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks) = prob
         nv = v0.shape[0]
         grad = np.empty(nv)
         H = np.empty((nv, nv))
@@ -343,10 +346,11 @@ def _compiled_loops():
         return s, grad, H
 
     @njit
-    def loop_chol(H, reps):
+    def loop_chol(H, blocks, reps):
         s = 0.0
+        L = np.empty(H.shape)
         for _ in range(reps):
-            L = np.linalg.cholesky(H)
+            chol(H, blocks, L)
             s += L[0, 0]
         return s
 
@@ -359,7 +363,7 @@ def _compiled_loops():
 
     @njit
     def loop_ls(prob, p, dl0, reps):
-        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse) = prob
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks) = prob
         Jc, cols, ncols, nc = contacts[0], contacts[1], contacts[2], contacts[10]
         vc = np.empty((nc, 3))
         uc = np.empty((nc, 3))
@@ -404,7 +408,7 @@ def solver_breakdown(name, factory, t_end, every, reps):
             Lf = np.linalg.cholesky(H)
         except np.linalg.LinAlgError:
             continue
-        t_chol, _ = _time_loop(loop_chol, H, reps=reps)
+        t_chol, _ = _time_loop(loop_chol, H, prob[12], reps=reps)
         t_cs, _ = _time_loop(loop_csolve, Lf, -grad, reps=reps)
         t_ls = 0.0
         if ni > 0:
@@ -444,12 +448,12 @@ def solver_breakdown(name, factory, t_end, every, reps):
         f"replayed slv.solve: {1e6 * tot['solve'] / n:.2f} us mean; in-run wall_solver per solve "
         f"{1e6 * st.wall_solver / st.solves:.2f} us (incl. A/r assembly and q integration in icf_step, the numba "
         f"dispatch of icf_full_and_half / icf_step and the Python of _full_and_half / _icf / _gain_pool)",
-        f"per call: cost+gradient+Hessian {1e6 * tot['t_cgh'] / n:.2f} us, dense Cholesky (np.linalg.cholesky) "
+        f"per call: cost+gradient+Hessian {1e6 * tot['t_cgh'] / n:.2f} us, Cholesky (slv.cholesky) "
         f"{1e6 * tot['t_chol'] / n:.2f} us, two triangular solves {1e6 * tot['t_cs'] / n:.2f} us, line search "
         f"(incl. 2 constraint_velocities) {1e6 * tot['t_ls'] / max(tot['n_ls'], 1):.2f} us",
         "share of the modelled solve time (counts from each problem's own Newton/factorization counters):",
     ]
-    for key, label in (("cgh", "cost + gradient + Hessian assembly"), ("chol", "dense Cholesky factorization"),
+    for key, label in (("cgh", "cost + gradient + Hessian assembly"), ("chol", "Cholesky factorization"),
                        ("csolve", "triangular solves (_cholesky_solve)"), ("ls", "exact line search")):
         lines.append(f"  {label:40s} {100 * tot[key] / max(model, 1e-30):5.1f}%")
     lines.append(f"  model / replayed solve time = {model / max(tot['solve'], 1e-30):.2f}")
@@ -493,12 +497,14 @@ def micro_timings(n=20000):
         gains, _, _ = it._gain_pool(c, dt)
         fh_out = tuple(np.empty(x) for x in (q0.shape[0], v0.shape[0], q0.shape[0], v0.shape[0]))
         fh_args = (c.q, c.v, c.M, c.bias, it.damping, dt, it.vs, c.dscale, c.contact_pool, c.limit_pool, gains,
-                   gains, c.coupler_pool, it._tol, it.hessian_reuse, it._L, it._solve_stats, it._totals,
-                   it._numba_integrate, it._int_plan, fh_out[1], fh_out[0], fh_out[3], fh_out[2])
+                   gains, c.coupler_pool, it._tol, it.hessian_reuse, it._L, it._blocks, it._solve_stats, it._totals,
+                   it._numba_integrate, it._int_plan, fh_out[1], fh_out[0], fh_out[3], fh_out[2], it._friction_tol,
+                   it._fn_work.copy())
         v_tmp, q_tmp = np.empty(v0.shape[0]), np.empty(q0.shape[0])
         step_args = (mid.q, mid.v, mid.M, mid.bias, it.damping, 0.5 * dt, it.vs, mid.dscale, mid.contact_pool,
-                     mid.limit_pool, gains, mid.coupler_pool, it._tol, it.hessian_reuse, it._L, it._solve_stats,
-                     it._totals, it._numba_integrate, it._int_plan, v_tmp, q_tmp)
+                     mid.limit_pool, gains, mid.coupler_pool, it._tol, it.hessian_reuse, it._L, it._blocks,
+                     it._solve_stats, it._totals, it._numba_integrate, it._int_plan, v_tmp, q_tmp, it._friction_tol,
+                     mid.contact_pool.fn0.copy())
         for f, a in ((noop_args, fh_args), (noop_args, prep_args), (noop_args, step_args)):
             f(*a)
         noop_args(c.query.packed)

@@ -39,9 +39,10 @@ def repeat_solve(v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     for _ in range(reps):
         v[:] = v0
         if lagged:
-            slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats)
+            slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, slv.NO_BLOCKS, stats)
         else:
-            slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats,
+            slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, slv.NO_BLOCKS,
+                              stats,
                               friction_tol, fn_used)
         acc += v[0]
     return acc

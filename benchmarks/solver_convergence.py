@@ -65,9 +65,10 @@ def solve_problem(p, coulomb):
     pools = (ContactPool(*contacts), LimitPool(*p["limits"]), GainPool(*p["gains"]), CouplerPool(*p["couplers"]))
     v, stats, L = p["warm"].copy(), np.zeros(4, dtype=np.int64), np.zeros((nv, nv))
     if not coulomb:
-        slv.solve(v, p["A"], p["r"], p["dscale"], p["dt"], p["vs"], *pools, p["tol"], False, L, stats)
+        slv.solve(v, p["A"], p["r"], p["dscale"], p["dt"], p["vs"], *pools, p["tol"], False, L, slv.NO_BLOCKS, stats)
         return stats, 1
-    extra = slv.solve_coulomb(v, p["A"], p["r"], p["dscale"], p["dt"], p["vs"], *pools, p["tol"], False, L, stats,
+    extra = slv.solve_coulomb(v, p["A"], p["r"], p["dscale"], p["dt"], p["vs"], *pools, p["tol"], False, L,
+                              slv.NO_BLOCKS, stats,
                               p["friction_tol"], np.zeros(pools[0].n))
     return stats, 1 + extra
 

@@ -155,7 +155,7 @@ def pool_args(pool):
 
 
 @njit(cache=True)
-def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
+def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, blocks, stats,
              totals, integrate, plan, v, q_out, friction_tol, fn_used):
     """One ICF step of size dt (CENIC eq. 21) from x^n = (q, v0): A = M + δt D, r = M v0 − δt (k − τ) (``bias``),
     solve ℓ from the warm start in ``v`` (overwritten by v^{n+1}), then (if ``integrate``) q_out = q ⊕ δt v^{n+1}
@@ -163,7 +163,8 @@ def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
 
     ``totals`` accumulates [solves, Newton iterations, line-search iterations, factorizations, failures, friction
     re-solves]. friction_tol, fn_used: friction bounds from the step's own normal impulses to (rtol, atol) (0: Lagged),
-    their normal forces written into fn_used (:func:`cenic_gym.solver.solve_coulomb`).
+    their normal forces written into fn_used (:func:`cenic_gym.solver.solve_coulomb`). L (n_v, n_v): workspace of the
+    Hessian factor, blocks: its block partition (:func:`cenic_gym.solver.factor_blocks`).
     Returns True when the solve converged.
 
     The pools may come as plain tuples in their fields' order (see :func:`pool_args`) and are named here."""
@@ -176,7 +177,7 @@ def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
     r = M @ v0
     for a in range(nv):
         r[a] -= dt * bias[a]
-    extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, stats,
+    extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, blocks, stats,
                               friction_tol, fn_used)
     ok = stats[slv.CONVERGED] == 1
     totals[0] += 1 + extra
@@ -193,7 +194,7 @@ def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
 
 @njit(cache=True)
 def icf_full_and_half(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers,
-                      tol, reuse, L, stats, totals, integrate, plan, v_full, q_full, v_half, q_half,
+                      tol, reuse, L, blocks, stats, totals, integrate, plan, v_full, q_full, v_half, q_half,
                       friction_tol, fn_work):
     """The two solves of a step-doubling attempt that start from x^n (CENIC §V-A): the full step (warm start v^n)
     and the first half step (warm start ½(v^n + v̂^{n+1})); fn_work[0], fn_work[1] receive their friction bounds.
@@ -202,12 +203,12 @@ def icf_full_and_half(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits,
     gains_full, gains_half, couplers = GainPool(*gains_full), GainPool(*gains_half), CouplerPool(*couplers)
     v_full[:] = v0
     if not icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse, L,
-                    stats, totals, integrate, plan, v_full, q_full, friction_tol, fn_work[0]):
+                    blocks, stats, totals, integrate, plan, v_full, q_full, friction_tol, fn_work[0]):
         return False, False
     for a in range(v0.shape[0]):
         v_half[a] = 0.5 * (v0[a] + v_full[a])
     ok = icf_step(q, v0, M, bias, damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half, couplers, tol, reuse,
-                  L, stats, totals, integrate, plan, v_half, q_half, friction_tol, fn_work[1])
+                  L, blocks, stats, totals, integrate, plan, v_half, q_half, friction_tol, fn_work[1])
     return True, ok
 
 
@@ -382,6 +383,7 @@ class CenicIntegrator:
         self.start = self._new_cache(contact_margin)
         self.mid = self._new_cache(contact_margin)
         self._L = np.zeros((nv, nv))
+        self._blocks = slv.factor_blocks(self.model)  # block Cholesky for many independent bodies (or dense)
         # Friction bounds from the steps' own normal impulses (solver.solve_coulomb; plain Lagged in fixed steps). Those
         # of the full and first half step go to _fn_work; the second half step writes its own into the mid cache's
         # pool (its lagged f_n0 is not needed after that solve), where contact_results finds them.
@@ -529,7 +531,7 @@ class CenicIntegrator:
         ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
                       pool_args(cache.contact_pool), pool_args(cache.limit_pool), pool_args(gains),
                       pool_args(cache.coupler_pool),
-                      self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals,
+                      self._tol, self.hessian_reuse, self._L, self._blocks, self._solve_stats, self._totals,
                       self._numba_integrate, self._int_plan, v, q_next, self._friction_tol,
                       cache.contact_pool.fn0)
         if not ok:
@@ -550,7 +552,8 @@ class CenicIntegrator:
             cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
             pool_args(cache.contact_pool), pool_args(cache.limit_pool), pool_args(gains_full), pool_args(gains_half),
             pool_args(cache.coupler_pool),
-            self._tol, self.hessian_reuse, self._L, self._solve_stats, self._totals, self._numba_integrate,
+            self._tol, self.hessian_reuse, self._L, self._blocks, self._solve_stats, self._totals,
+            self._numba_integrate,
             self._int_plan, v_full, q_full, v_half, q_half, self._friction_tol, self._fn_work)
         if not self._numba_integrate:
             if ok_full:

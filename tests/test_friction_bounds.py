@@ -41,7 +41,7 @@ def coulomb(integ, prob, dt, v0):
     v, stats, L = v0.copy(), np.zeros(4, dtype=np.int64), np.zeros((v0.size, v0.size))
     fn_used = np.zeros(pool.n)
     extra = slv.solve_coulomb(v, A, r, dscale, dt, integ.vs, pool, limits, gains, couplers, integ._tol, False, L,
-                              stats, integ._friction_tol, fn_used)
+                              integ._blocks, stats, integ._friction_tol, fn_used)
     return v, extra, stats, fn_used
 
 
@@ -81,7 +81,7 @@ def test_bound_sensitivities_match_central_differences(disagreeing_states):
     def minimiser(fn):
         p = pool._replace(fn0=fn)
         v, stats, L = integ.v.copy(), np.zeros(4, dtype=np.int64), np.zeros((nv, nv))
-        slv.solve(v, A, r, dscale, dt, integ.vs, p, limits, gains, couplers, 1e-13, False, L, stats)
+        slv.solve(v, A, r, dscale, dt, integ.vs, p, limits, gains, couplers, 1e-13, False, L, integ._blocks, stats)
         assert stats[slv.CONVERGED] == 1
         gn = np.empty(nc)
         slv.friction_bound_mismatch(v, dt, integ.vs, p, fn, gn, 0.1, 1e-3)
@@ -92,9 +92,10 @@ def test_bound_sensitivities_match_central_differences(disagreeing_states):
     v, gn = minimiser(fn)
     fn = np.maximum(gn, 0.0) / dt
     v, gn = minimiser(fn)
-    X, G = np.empty((nc, nv)), np.empty((nc, nc))
+    Xt, G = np.empty((nv, nc)), np.empty((nc, nc))
     slv.friction_bound_jacobian(v, A, r, dt, integ.vs, pool._replace(fn0=fn), limits, gains, couplers,
-                                np.empty((nv, nv)), True, X, G)
+                                np.empty((nv, nv)), integ._blocks, True, np.arange(nc), Xt, G)
+    X = Xt.T
     assert np.abs(G).max() > 1e-3, "the contacts should be coupled through the cube"
     checked = 0
     for j in range(nc):
@@ -125,7 +126,7 @@ def test_newton_bounds_return_the_minimiser_for_agreeing_bounds(disagreeing_stat
         # ... and v is the minimiser of the problem with those bounds: a cold plain solve finds it again
         cold, st, L = np.zeros_like(v), np.zeros(4, dtype=np.int64), np.zeros((v.size, v.size))
         slv.solve(cold, A, r, dscale, dt, integ.vs, pool._replace(fn0=fn_used), limits, gains, couplers, 1e-12,
-                  False, L, st)
+                  False, L, integ._blocks, st)
         assert st[slv.CONVERGED] == 1
         scale = 1.0 / dscale  # D⁻¹: the solver's velocity norm
         assert np.linalg.norm(scale * (cold - v)) <= 10 * integ._tol * max(1.0, np.linalg.norm(dscale * r))
@@ -140,7 +141,7 @@ def test_agreeing_lagged_bounds_keep_the_lagged_solve(disagreeing_states):
     assert extra == 0 and stats[slv.CONVERGED] == 1
     A, r, dscale, pool, limits, gains, couplers = prob
     plain, st, L = integ.v.copy(), np.zeros(4, dtype=np.int64), np.zeros((v.size, v.size))
-    slv.solve(plain, A, r, dscale, dt, integ.vs, pool, limits, gains, couplers, integ._tol, False, L, st)
+    slv.solve(plain, A, r, dscale, dt, integ.vs, pool, limits, gains, couplers, integ._tol, False, L, integ._blocks, st)
     assert np.array_equal(plain, v) and np.array_equal(fn_used, pool.fn0)
 
 

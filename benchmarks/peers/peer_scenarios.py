@@ -125,11 +125,7 @@ def panda_pd(system, omega=300.0, zeta=1.0):
 
 
 def robot_scenarios():
-    """Go1 drop and a stiff PD Panda, when cenic-gym can load robots (SceneBuilder.add_robot)."""
-    from cenic_gym import model
-
-    if not hasattr(model.SceneBuilder, "add_robot"):
-        return []
+    """Go1 drop and a stiff PD Panda."""
     v_foot = math.sqrt(2 * G * 0.2)
     return [
         Scenario("go1 drop", go1_drop, 1.5, "tight_gym",

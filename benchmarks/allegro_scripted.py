@@ -11,7 +11,7 @@ position noise ±5 mm, no domain randomization) of up to ``--steps`` env steps (
 the palm normal reached ≥ 90° and the cube was not dropped (and the simulator did not fail) within the episode.
 Modes: ε = 1e-3 (the issue's setting) and fixed steps 0.01 s / 0.002 s on the same episodes, for contrast. The
 controller was first tuned on seeds 100–151; its retreat, re-grip and heel guard were chosen on seeds 100–119 and
-0–19, so the script also runs ``--holdout-first-seed`` … (default 20–39), never run while tuning, at ε = 1e-3.
+0–19 and its thumb wall on 0–19, so the script also runs ``--holdout-first-seed`` … (default 20–39), never run while tuning, at ε = 1e-3.
 Writes the ``allegro-scripted`` section of ``benchmarks/RESULTS.md``.
 """
 from __future__ import annotations
@@ -127,15 +127,19 @@ def main():
         f"clockwise, each in its reachable zone of edge angles, targets recomputed from the observed cube pose every "
         f"0.05 s; target 100°, then the fingers back off radially and lift; stall rescue: zones widened by 15° "
         f"after 10 periods without progress, pushing fingers re-grip their edge every 20 stalled periods; heel "
-        f"guard: no push towards the heel while the cube centre is behind x = −0.060 m) on `{ENV_ID}` defaults "
+        f"guard: no push towards the heel while the cube centre is behind x = −0.060 m; thumb wall: the thumb's "
+        f"fingertip stands beside the palm's −y edge at the cube's mid-height, a post the pushes' drift runs into) "
+        f"on `{ENV_ID}` defaults "
         f"(random start yaw and ±5 mm start "
         f"position, no domain randomization), seeds {seeds[0]}–{seeds[-1]}, up to {args.steps} env steps "
         f"({args.steps * 0.05:.0f} s). Success: rotation about the palm normal (true cube state, summed per-step "
         "twist) reached ≥ 90° and no drop / simulator failure within the episode. Tilt: angle of the cube's most "
         "vertical axis from the palm normal at the end (the cube rests partly on the thumb's base box: a few "
         "degrees). The controller's first version was tuned on seeds 100–151; its retreat, re-grip and heel "
-        "guard were chosen on seeds 100–119 *and* these seeds 0–19 (their failures were diagnosed), so 0–19 is "
-        "not held out: see the held-out seeds below the table.",
+        "guard were chosen on seeds 100–119 *and* these seeds 0–19 (their failures were diagnosed), and the "
+        "thumb wall's point on seeds 0–19 among three (y = −0.055, −0.065, −0.075 m), so 0–19 is not held out: "
+        "see the held-out seeds below the table (run with the chosen controller only; 20–39 also with the wall "
+        "at y = −0.060 and −0.070 m, as a sensitivity check, RESULTS.md \"Scripted rotator: a thumb wall\").",
         "",
         *table,
         "",

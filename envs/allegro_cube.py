@@ -492,7 +492,12 @@ class ScriptedRotator:
     current height for ``retreat_steps`` periods (lifting straight away dragged the cube up by its top edge and
     tipped it), then lifts to a waiting point above its zone start (height ``z_wait``). Fingertip
     targets become joint targets by damped least squares on each finger's 4 joints (Pinocchio); the action is the
-    normalized joint-target change, clipped to ±1 (±``action_scale`` per step). The thumb stays at NOMINAL. The
+    normalized joint-target change, clipped to ±1 (±``action_scale`` per step). Thumb wall: the thumb stands for the
+    whole episode with its fingertip as near as its joint limits allow to ``thumb_wall`` (world, m; default beside
+    the palm's −y edge at the cube's mid-height: damped least squares reaches (−0.048, −0.057, 0.054)), a post on
+    the thumb side that the pushes' −y drift runs into (None: the thumb stays at NOMINAL, lying open). Over seeds
+    0–59 and 100–119 it turns the cube 68 times in 80 without a drop, against 57 with 4 drops for the open thumb
+    (``benchmarks/RESULTS.md``, "Scripted rotator: a thumb wall"). The
     rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`). Stall rescue:
     after ``stall_steps`` control periods in which the rotation moved less than 1°, every zone is widened by
     ``stall_widen`` at both ends and edges deep in a zone may be approached, until the cube turns again; every
@@ -529,9 +534,12 @@ class ScriptedRotator:
     Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
     its bottom face), so the centre drifts with the pushes (several cm over a quarter turn), mostly towards the
     heel and the thumb side (every reachable edge is on the front half, so every clockwise push has a −y or a −x
-    part). No finger reaches behind the cube (fingertips reach x ≥ −0.053 m at mid-height), so the drift cannot be
-    pulled back: once the edges in the fingers' zones are out of their reach (or blocked by the heel guard), the
-    rotation stalls short of the target (the failures of ``benchmarks/allegro_scripted.py``).
+    part). The thumb wall stops the −y part (with the thumb open, cubes ended up to 6 cm on the thumb side, out of
+    every fingertip's reach). No finger reaches behind the cube (fingertips reach x ≥ −0.053 m at mid-height), so
+    the drift towards the heel cannot be pulled back: once the edges in the fingers' zones are out of their reach
+    (or blocked by the heel guard), the rotation stalls short of the target (the failures of
+    ``benchmarks/allegro_scripted.py`` with the wall: stalls short of 90°, the cube centre behind x ≈ −0.06 m,
+    mostly on the +y side, y ≈ +0.03 … +0.045 m, seeds 9, 15, 22, 50).
 
     Use: ``policy = ScriptedRotator(env); obs, _ = env.reset(seed=s); policy.reset(); a = policy(obs)``.
     """
@@ -549,7 +557,7 @@ class ScriptedRotator:
                  heel_sin=0.1, reach_tol=None, reach_widen=math.radians(20.0), recentre=None,
                  recentre_goal=-0.040, recentre_y=None, squeeze=0.008, drag_lead=0.01, drag_steps=12,
                  recentre_cooldown=10, pinch_yaw=math.radians(25.0), pinch_tol=0.006, drag_lateral=False,
-                 pinch_open_steps=6, pinch_touch=None, pinch_on_stall=False):
+                 pinch_open_steps=6, pinch_touch=None, pinch_on_stall=False, thumb_wall=(-0.050, -0.065, 0.045)):
         self.env = env.unwrapped
         if not isinstance(self.env, AllegroCubeEnv):
             raise ValueError(f"ScriptedRotator drives CenicAllegro-v0, got {type(self.env).__name__}")
@@ -582,13 +590,21 @@ class ScriptedRotator:
         m = self.env.system.model
         self._model, self._data = m, m.createData()
         self._tips = [m.getFrameId(f) for f in ac.TIP_FRAMES]
+        self._thumb_q = NOMINAL[12:16].copy()  # the thumb's joint targets for the whole episode
+        if thumb_wall is not None:
+            wall = np.asarray(thumb_wall, dtype=float)
+            if wall.shape != (3,) or not np.all(np.isfinite(wall)):
+                raise ValueError(f"thumb_wall must be a fingertip point (x, y, z) [m] or None, got {thumb_wall!r}")
+            self._thumb_q = self.finger_ik(3, wall, self._thumb_q)
+        self.thumb_wall = thumb_wall
         self.reset()
 
     def reset(self):
-        """Start of an episode: fingers free, joint targets at NOMINAL, rotation count zero."""
+        """Start of an episode: fingers free, joint targets at NOMINAL (the thumb at its wall), rotation count zero."""
         self.phase = {f: "free" for f in self.ZONES}
         self.count = {f: 0 for f in self.ZONES}
         self.q_des = NOMINAL.copy()
+        self.q_des[12:16] = self._thumb_q
         self._retreat = {f: None for f in self.ZONES}
         self._phi = {f: None for f in self.ZONES}  # angle [rad] of the edge each finger was given last period
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive

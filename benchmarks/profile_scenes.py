@@ -316,6 +316,8 @@ def record_problems(factory, t_end, every):
 def _compiled_loops():
     from numba import njit
 
+    from cenic_gym.icf import ContactPool, CouplerPool, GainPool, LimitPool
+
     cgh = slv.cost_gradient_hessian
     ls = slv.exact_line_search
     csol = slv._cholesky_solve
@@ -326,6 +328,8 @@ def _compiled_loops():
     @njit
     def loop_solve(prob, reps):
         (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks) = prob
+        contacts, limits = ContactPool(*contacts), LimitPool(*limits)
+        gains, couplers = GainPool(*gains), CouplerPool(*couplers)
         nv = v0.shape[0]
         L = np.zeros((nv, nv))
         stats = np.zeros(4, dtype=np.int64)
@@ -337,6 +341,8 @@ def _compiled_loops():
     @njit
     def loop_cgh(prob, reps):
         (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks) = prob
+        contacts, limits = ContactPool(*contacts), LimitPool(*limits)
+        gains, couplers = GainPool(*gains), CouplerPool(*couplers)
         nv = v0.shape[0]
         grad = np.empty(nv)
         H = np.empty((nv, nv))
@@ -364,7 +370,9 @@ def _compiled_loops():
     @njit
     def loop_ls(prob, p, dl0, reps):
         (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks) = prob
-        Jc, cols, ncols, nc = contacts[0], contacts[1], contacts[2], contacts[10]
+        contacts, limits = ContactPool(*contacts), LimitPool(*limits)
+        gains, couplers = GainPool(*gains), CouplerPool(*couplers)
+        Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
         vc = np.empty((nc, 3))
         uc = np.empty((nc, 3))
         nv = v0.shape[0]

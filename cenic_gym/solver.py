@@ -431,30 +431,27 @@ def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
     return worst
 
 
+@njit(cache=True, inline="always")
+def _subtract_row(B, i, k, scale):
+    """B[i] −= scale · B[k] (nothing for scale = 0: the zero blocks of a block factor)."""
+    if scale != 0.0:
+        for a in range(B.shape[1]):
+            B[i, a] -= scale * B[k, a]
+
+
 @njit(cache=True)
 def _cholesky_solve_columns(L, B):
-    """B ← H⁻¹ B in place for H = L Lᵀ, all columns at once (forward then back substitution by rows of B, so the
-    inner loops run along contiguous rows; zero entries of L, the uncoupled blocks of many free bodies, are
-    skipped)."""
-    n, m = L.shape[0], B.shape[1]
+    """B ← H⁻¹ B in place for H = L Lᵀ, all columns at once: forward then back substitution by rows of B, so the
+    inner loops run along contiguous rows; each column's sums in the order of :func:`_cholesky_solve`."""
+    n = L.shape[0]
     for i in range(n):
         for k in range(i):
-            lik = L[i, k]
-            if lik != 0.0:
-                for a in range(m):
-                    B[i, a] -= lik * B[k, a]
-        d = L[i, i]
-        for a in range(m):
-            B[i, a] /= d
+            _subtract_row(B, i, k, L[i, k])
+        B[i] /= L[i, i]
     for i in range(n - 1, -1, -1):
         for k in range(i + 1, n):
-            lki = L[k, i]
-            if lki != 0.0:
-                for a in range(m):
-                    B[i, a] -= lki * B[k, a]
-        d = L[i, i]
-        for a in range(m):
-            B[i, a] /= d
+            _subtract_row(B, i, k, L[k, i])
+        B[i] /= L[i, i]
 
 
 @njit(cache=True)

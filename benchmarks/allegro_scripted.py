@@ -11,8 +11,8 @@ position noise ±5 mm, no domain randomization) of up to ``--steps`` env steps (
 the palm normal reached ≥ 90° and the cube was not dropped (and the simulator did not fail) within the episode.
 Modes: ε = 1e-3 (the issue's setting) and fixed steps 0.01 s / 0.002 s on the same episodes, for contrast. The
 controller was first tuned on seeds 100–151; its retreat, re-grip and heel guard were chosen on seeds 100–119 and
-0–19 and its thumb wall on 0–19, so the script also runs ``--holdout-first-seed`` … (default 20–39), never run while tuning, at ε = 1e-3.
-Writes the ``allegro-scripted`` section of ``benchmarks/RESULTS.md``.
+0–19 and its thumb wall on 0–19, so the script also runs ``--holdout-first-seed`` … (default 20–39), never run while
+tuning, at ε = 1e-3. Writes the ``allegro-scripted`` section of ``benchmarks/RESULTS.md``.
 """
 from __future__ import annotations
 

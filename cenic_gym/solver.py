@@ -309,7 +309,8 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
 
     dscale: diag(M)^(-1/2) (the scaling D of CENIC eq. 32–33). tol: ε_tol of eq. 34.
     reuse_hessian: CENIC eq. 35 (L holds the last factor and must be valid if stats[FACTORIZATIONS] > 0 on entry
-    with reuse). blocks: the factorization's block partition (:func:`cholesky`). Returns nothing; ``stats`` gets the counters and the convergence flag.
+    with reuse). blocks: the factorization's block partition (:func:`cholesky`). Returns nothing; ``stats`` gets the
+    counters and the convergence flag.
     """
     Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
     nv = v.shape[0]
@@ -463,13 +464,13 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
     Xt (n_v, m): column a = −∂v*/∂b_j (j = idx[a]) = H⁻¹ J_jᵀ ∂(∇ℓ_c,j)/∂b_j
     (:func:`~cenic_gym.icf.friction_bound_sensitivity`, H = ∇²ℓ(v), solved for all m columns at once with its
     Cholesky factor L);
-    G (m, m): G_ab = ∂γ_n,i/∂b_j (i = idx[a], j = idx[b]) = ℓ_n,i'' n̂_iᵀ J_i Xt[:, b] (∂γ_n,i/∂v = −ℓ_n,i'' n̂_iᵀ J_i):
-    friction at one contact moves the bodies and through them every stiff normal.
+    G (m, m): G_ab = ∂γ_n,i/∂b_j (i = idx[a], j = idx[b]) = ℓ_n,i'' n̂_iᵀ J_i Xt[:, b]
+    (∂γ_n,i/∂v = −ℓ_n,i'' n̂_iᵀ J_i): friction at one contact moves the bodies and through them every stiff normal.
 
-    fresh: factor H at v into L first (block partition ``blocks``, :func:`cholesky`); else L is used as it is — :func:`solve_coulomb` passes the factor of the
-    solve's last Newton iteration, one iterate before v (on 3 500 Allegro problems the Newton iteration on the
-    bounds then took the same solves as with the exact factor: 4 776 vs 4 775, 2 951 vs 2 953). Pools as in
-    :func:`solve`."""
+    fresh: factor H at v into L first (block partition ``blocks``, :func:`cholesky`); else L is used as it is —
+    :func:`solve_coulomb` passes the factor of the solve's last Newton iteration, one iterate before v (on 3 500
+    Allegro problems the Newton iteration on the bounds then took the same solves as with the exact factor: 4 776 vs
+    4 775, 2 951 vs 2 953). Pools as in :func:`solve`."""
     Jc, cols, ncols, normal = contacts.Jc, contacts.cols, contacts.ncols, contacts.normal
     nv, m = v.shape[0], idx.shape[0]
     if fresh:
@@ -512,8 +513,8 @@ def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn
     b_i = δt fn_i [N s] (``contacts.fn0``, overwritten with the new bounds / δt) and γ_n,i the normal impulse of the
     solution ``v`` of the problem with bounds b (``gn``, from :func:`friction_bound_mismatch`).
 
-    With G = ∂γ_n/∂b and X = −∂v*/∂b of :func:`friction_bound_jacobian` (L, blocks, fresh: its Hessian factor), the step
-    solves (I − G) Δb = γ_n − b, clips the new bounds at 0 and moves ``v`` to the first-order prediction v − Xᵀ Δb
+    With G = ∂γ_n/∂b and X = −∂v*/∂b of :func:`friction_bound_jacobian` (L, blocks, fresh: its Hessian factor), the
+    step solves (I − G) Δb = γ_n − b, clips the new bounds at 0 and moves ``v`` to the first-order prediction v − Xᵀ Δb
     (the next solve's warm start). Only the contacts that are closed at v (ℓ_n'' > 0) or whose bound disagrees
     (γ_n ≠ b) enter: an open contact with γ_n = b (= 0: speculative, or released) has a zero row of G and a zero
     residual, so Δb = 0 there exactly — in clutter most contacts are of that kind, and each costs a column of X.

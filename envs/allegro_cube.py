@@ -511,8 +511,8 @@ class ScriptedRotator:
     a further ``lead`` of rotation, at the cube's *current* position (:meth:`_reaches`); every zone's end is
     extended by ``reach_widen`` [rad], so a pushing finger goes on while it reaches its edge and an edge out of
     one finger's reach is left to the next (a drifted cube's front edge: in the middle finger's zone, reached by
-    the ring). Over 80 seeds it drops the cube less (1 vs 4) but turns it no more often (74 % vs 71 %) and more
-    slowly (``benchmarks/RESULTS.md``, "Scripted rotator: edges by reachability"): the stalls it meets are
+    the ring). Over 80 seeds (measured with the thumb open) it drops the cube less (1 vs 4) but turns it no more
+    often (74 % vs 71 %) and more slowly (``benchmarks/RESULTS.md``, "Scripted rotator: edges by reachability"): the stalls it meets are
     cubes behind the heel line whose every edge is out of all fingertips' reach or heel-guarded.
 
     Re-centring pinch (opt-in, ``recentre`` [m], default None = off): when the cube centre passes behind world
@@ -526,10 +526,11 @@ class ScriptedRotator:
     ``pinch_touch`` [N]: drag only if both fingertips press their faces with at least this force after the
     squeeze (``AllegroCubeEnv.tip_forces``), else release; ``pinch_on_stall``: pinch only while the relay is
     stalled (``stall_steps``), never interrupting a turning cube. It
-    carries a drifted cube 10–15 mm forward when both fingertips land, but over seeds 0–59 and 100–119 it turns
-    the cube no more often than the relay alone (56/80 with touch and stall gating, 41/80 without, against
-    57/80: ``benchmarks/RESULTS.md``, "Scripted rotator: a re-centring pinch"): most failing cubes are 2–3 cm on the thumb side or yawed > 25° when they cross the line, where no
-    pair of fingertips reaches both faces, and a pinch that lands on one face first pushes the cube back.
+    carries a drifted cube 10–15 mm forward when both fingertips land, but over seeds 0–59 and 100–119 (thumb
+    open) it turns the cube no more often than the relay alone (56/80 with touch and stall gating, 41/80 without,
+    against 57/80: ``benchmarks/RESULTS.md``, "Scripted rotator: a re-centring pinch"): most failing cubes are
+    2–3 cm on the thumb side or yawed > 25° when they cross the line, where no pair of fingertips reaches both
+    faces, and a pinch that lands on one face first pushes the cube back.
 
     Known failure: a push at an edge turns the cube about a point near the opposite side (the palm carries it on
     its bottom face), so the centre drifts with the pushes (several cm over a quarter turn), mostly towards the

@@ -512,8 +512,9 @@ class ScriptedRotator:
     extended by ``reach_widen`` [rad], so a pushing finger goes on while it reaches its edge and an edge out of
     one finger's reach is left to the next (a drifted cube's front edge: in the middle finger's zone, reached by
     the ring). Over 80 seeds (measured with the thumb open) it drops the cube less (1 vs 4) but turns it no more
-    often (74 % vs 71 %) and more slowly (``benchmarks/RESULTS.md``, "Scripted rotator: edges by reachability"): the stalls it meets are
-    cubes behind the heel line whose every edge is out of all fingertips' reach or heel-guarded.
+    often (74 % vs 71 %) and more slowly (``benchmarks/RESULTS.md``, "Scripted rotator: edges by reachability"):
+    the stalls it meets are cubes behind the heel line whose every edge is out of all fingertips' reach or
+    heel-guarded.
 
     Re-centring pinch (opt-in, ``recentre`` [m], default None = off): when the cube centre passes behind world
     x = ``recentre`` with its yaw within ``pinch_yaw`` of a face pair facing ±y, and damped least squares puts the

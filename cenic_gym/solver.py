@@ -478,18 +478,14 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
         H = np.empty((nv, nv))
         cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
         cholesky(H, blocks, L)
-    vc = np.zeros(3)
+    vc = np.empty((contacts.n, 3))
+    constraint_velocities(v, Jc, cols, ncols, contacts.n, vc)
     sens = np.empty(3)
     curv = np.empty(m)
     Xt[:, :] = 0.0
     for a in range(m):
         i = idx[a]
-        vc[:] = 0.0
-        for j in range(ncols[i]):
-            vj = v[cols[i, j]]
-            for c in range(3):
-                vc[c] += Jc[i, c, j] * vj
-        curv[a] = friction_bound_sensitivity(vc, normal[i], dt, contacts.phi0[i], contacts.k[i], contacts.d[i],
+        curv[a] = friction_bound_sensitivity(vc[i], normal[i], dt, contacts.phi0[i], contacts.k[i], contacts.d[i],
                                              contacts.mu[i], contacts.fn0[i], contacts.w[i], vs, sens)
         for j in range(ncols[i]):
             Xt[cols[i, j], a] += Jc[i, 0, j] * sens[0] + Jc[i, 1, j] * sens[1] + Jc[i, 2, j] * sens[2]
@@ -524,21 +520,14 @@ def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn
     nv = v.shape[0]
     Jc, cols, ncols, normal = contacts.Jc, contacts.cols, contacts.ncols, contacts.normal
     take = np.empty(nc, dtype=np.int64)
-    vc = np.zeros(3)
+    vc = np.empty((nc, 3))
+    constraint_velocities(v, Jc, cols, ncols, nc, vc)
     sens = np.empty(3)
     m = 0
     for i in range(nc):
-        if gn[i] != dt * fn[i]:
-            take[m] = i
-            m += 1
-            continue
-        vc[:] = 0.0
-        for j in range(ncols[i]):
-            vj = v[cols[i, j]]
-            for c in range(3):
-                vc[c] += Jc[i, c, j] * vj
-        if friction_bound_sensitivity(vc, normal[i], dt, contacts.phi0[i], contacts.k[i], contacts.d[i],
-                                      contacts.mu[i], fn[i], contacts.w[i], vs, sens) != 0.0:
+        closed = friction_bound_sensitivity(vc[i], normal[i], dt, contacts.phi0[i], contacts.k[i], contacts.d[i],
+                                            contacts.mu[i], fn[i], contacts.w[i], vs, sens) != 0.0
+        if closed or gn[i] != dt * fn[i]:
             take[m] = i
             m += 1
     idx = take[:m]

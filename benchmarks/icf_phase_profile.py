@@ -45,7 +45,7 @@ def capture(env_id, accuracy, steps, seed):
     def spy(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
             *rest):
         problems.append(_problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers,
-                                 tol, False, v0) + (rest[10].copy(),))
+                                 tol, False, v0, rest[2]) + (rest[11].copy(),))
         return real(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
                     *rest)
 
@@ -63,8 +63,8 @@ PHASES = ("solve_coulomb", "solve", "cost+grad+Hessian", "cost+grad", "contact p
 
 
 @njit  # not cached: numba's cache does not notice a change in the solver module it calls
-def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, friction_tol,
-              stats):
+def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks,
+              friction_tol, stats):
     """Repeat phase ``which`` (index into PHASES) ``reps`` times on the problem; returns a checksum (keeps the
     work alive)."""
     contacts, limits = ContactPool(*contacts), LimitPool(*limits)
@@ -93,11 +93,11 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
         if which == -1:
             v[:] = v0
             acc += slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L,
-                                     slv.NO_BLOCKS, stats,
+                                     blocks, stats,
                                      friction_tol, fn_used)
         elif which == 0:
             v[:] = v0
-            slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L, slv.NO_BLOCKS, stats)
+            slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L, blocks, stats)
             acc += v[0]
         elif which == 1:
             acc += slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
@@ -106,7 +106,7 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
         elif which == 3:
             acc += contact_pool_cost(contacts, v0, dt, vs, 0.0, grad, H, True)
         elif which == 4:
-            L[:, :] = np.linalg.cholesky(H0)  # as solve() does it
+            slv.cholesky(H0, blocks, L)  # as solve() does it
             acc += L[0, 0]
         elif which == 5:
             acc += slv._cholesky_solve(L0, grad)[0]

@@ -123,11 +123,11 @@ def joint_poses_from_q(q, joint_kind, joint_idx_q, joint_parent, joint_axis, pla
 
 @njit(cache=True)
 def geometry_poses(joint_R, joint_p, geom_joint, geom_R, geom_p, R_out, p_out):
-    """World pose of every geometry: X_WG = X_WJ X_JG."""
+    """World pose of every geometry: X_WG = X_WJ X_JG (the SE3 product of :func:`_compose`, as Pinocchio's
+    ``oMi * placement``; no small-matrix BLAS call per geometry)."""
     for g in range(geom_joint.shape[0]):
         j = geom_joint[g]
-        R_out[g] = joint_R[j] @ geom_R[g]
-        p_out[g] = joint_R[j] @ geom_p[g] + joint_p[j]
+        _compose(joint_R[j], joint_p[j], geom_R[g], geom_p[g], R_out[g], p_out[g])
 
 
 @njit(cache=True)
@@ -174,17 +174,20 @@ def geometry_speeds(Jw, v, joint_cols, joint_ncols, geom_joint, geom_pw, geom_bo
     """Upper bound of the speed [m/s] of any point of each geometry: |v_center| + |ω| r_bound (world frame)."""
     for g in range(geom_joint.shape[0]):
         j = geom_joint[g]
-        vo = np.zeros(3)
-        w = np.zeros(3)
+        vo0 = vo1 = vo2 = w0 = w1 = w2 = 0.0
         for k in range(joint_ncols[j]):
             c = joint_cols[j, k]
-            for a in range(3):
-                vo[a] += Jw[a, c] * v[c]
-                w[a] += Jw[3 + a, c] * v[c]
+            vc = v[c]
+            vo0 += Jw[0, c] * vc
+            vo1 += Jw[1, c] * vc
+            vo2 += Jw[2, c] * vc
+            w0 += Jw[3, c] * vc
+            w1 += Jw[4, c] * vc
+            w2 += Jw[5, c] * vc
         p = geom_pw[g]
-        vc0 = vo[0] + w[1] * p[2] - w[2] * p[1]
-        vc1 = vo[1] + w[2] * p[0] - w[0] * p[2]
-        vc2 = vo[2] + w[0] * p[1] - w[1] * p[0]
-        wn = math.sqrt(w[0] ** 2 + w[1] ** 2 + w[2] ** 2)
+        vc0 = vo0 + w1 * p[2] - w2 * p[1]
+        vc1 = vo1 + w2 * p[0] - w0 * p[2]
+        vc2 = vo2 + w0 * p[1] - w1 * p[0]
+        wn = math.sqrt(w0 ** 2 + w1 ** 2 + w2 ** 2)
         r = geom_bound[g] if math.isfinite(geom_bound[g]) else 0.0
         out[g] = math.sqrt(vc0 * vc0 + vc1 * vc1 + vc2 * vc2) + wn * r

@@ -77,10 +77,11 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
     vc = np.empty((nc, 3))
     uc = np.empty((nc, 3))
     # the first Newton iteration's direction at the warm start, shared by the later phases
-    l0 = slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
+    l0 = slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True, blocks)
     H0 = H.copy()
-    L0 = np.linalg.cholesky(H0)
-    p = slv._cholesky_solve(L0, -grad)
+    L0 = np.zeros((nv, nv))
+    mask0 = slv.cholesky(H0, blocks, L0)
+    p = slv._cholesky_solve(L0, -grad, blocks, mask0)
     dl0 = grad @ p
     slv.constraint_velocities(v0, contacts.Jc, contacts.cols, contacts.ncols, nc, vc)
     slv.constraint_velocities(p, contacts.Jc, contacts.cols, contacts.ncols, nc, uc)
@@ -100,22 +101,22 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
             slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L, blocks, stats)
             acc += v[0]
         elif which == 1:
-            acc += slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
+            acc += slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True, blocks)
         elif which == 2:
-            acc += slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, False)
+            acc += slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, False, blocks)
         elif which == 3:
             acc += contact_pool_cost(contacts, v0, dt, vs, 0.0, grad, H, True)
         elif which == 4:
             slv.cholesky(H0, blocks, L)  # as solve() does it
             acc += L[0, 0]
         elif which == 5:
-            acc += slv._cholesky_solve(L0, grad)[0]
+            acc += slv._cholesky_solve(L0, grad, blocks, mask0)[0]
         elif which == 6:
             slv.constraint_velocities(v0, contacts.Jc, contacts.cols, contacts.ncols, nc, vc)
             slv.constraint_velocities(p, contacts.Jc, contacts.cols, contacts.ncols, nc, uc)
             acc += vc[0, 0] if nc else 0.0
         elif which == 7:
-            a, _ = slv.exact_line_search(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0)
+            a, _ = slv.exact_line_search(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, blocks)
             acc += a
         else:
             f, _, _ = slv._line_eval(0.5, v0, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)

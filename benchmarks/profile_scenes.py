@@ -353,7 +353,7 @@ def _compiled_loops():
         H = np.empty((nv, nv))
         s = 0.0
         for _ in range(reps):
-            s += cgh(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
+            s += cgh(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True, blocks)
         return s, grad, H
 
     @njit
@@ -366,10 +366,10 @@ def _compiled_loops():
         return s
 
     @njit
-    def loop_csolve(L, g, reps):
+    def loop_csolve(L, g, blocks, mask, reps):
         s = 0.0
         for _ in range(reps):
-            s += csol(L, g)[0]
+            s += csol(L, g, blocks, mask)[0]
         return s
 
     @njit
@@ -379,13 +379,13 @@ def _compiled_loops():
         vc = np.empty((nc, 3))
         uc = np.empty((nc, 3))
         nv = v0.shape[0]
-        l0 = cgh(v0, A, r, dt, vs, contacts, limits, gains, couplers, np.empty(nv), np.empty((nv, nv)), False)
+        l0 = cgh(v0, A, r, dt, vs, contacts, limits, gains, couplers, np.empty(nv), np.empty((nv, nv)), False, blocks)
         it = 0
         s = 0.0
         for _ in range(reps):
             cvel(v0, Jc, cols, ncols, nc, vc)
             cvel(p, Jc, cols, ncols, nc, uc)
-            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0)
+            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, blocks)
             s += a
             it = k
         return s, it
@@ -415,12 +415,13 @@ def solver_breakdown(name, factory, t_end, every, reps):
             checked += 1
             same += bool(np.array_equal(stats, expected))
         t_cgh, (_, grad, H) = _time_loop(loop_cgh, prob, reps=reps)
+        Lf = np.zeros_like(H)
         try:
-            Lf = np.linalg.cholesky(H)
+            mask = slv.cholesky(H, prob[12], Lf)
         except np.linalg.LinAlgError:
             continue
         t_chol, _ = _time_loop(loop_chol, H, prob[12], reps=reps)
-        t_cs, _ = _time_loop(loop_csolve, Lf, -grad, reps=reps)
+        t_cs, _ = _time_loop(loop_csolve, Lf, -grad, prob[12], mask, reps=reps)
         t_ls = 0.0
         if ni > 0:
             p = np.linalg.solve(H, -grad)

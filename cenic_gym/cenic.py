@@ -174,7 +174,7 @@ def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
     A = M.copy()
     for a in range(nv):
         A[a, a] += dt * damping[a]
-    r = M @ v0
+    r = slv.block_matvec(M, v0, blocks)
     for a in range(nv):
         r[a] -= dt * bias[a]
     extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, blocks, stats,

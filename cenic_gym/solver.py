@@ -103,11 +103,30 @@ def constraint_velocities(v, Jc, cols, ncols, nc, out):
 
 
 @njit(cache=True)
-def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, want_hess):
+def block_matvec(A, x, blocks):
+    """A x for A = M + δt D, block diagonal over the independent trees of ``blocks`` (:func:`factor_blocks`: the
+    mass matrix never couples two trees); dense (BLAS) without blocks. A bin of 20 objects: 20 6×6 products
+    instead of one 120×120."""
+    nb = blocks.shape[0] - 1
+    if nb < 1:
+        return A @ x
+    out = np.empty(x.shape[0])
+    for bi in range(nb):
+        b0, b1 = blocks[bi], blocks[bi + 1]
+        for i in range(b0, b1):
+            s = 0.0
+            for j in range(b0, b1):
+                s += A[i, j] * x[j]
+            out[i] = s
+    return out
+
+
+@njit(cache=True)
+def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, want_hess, blocks):
     """ℓ(v) = ½ vᵀ A v − rᵀ v + the four pools' costs; writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H.
-    Returns ℓ. Pools as in :func:`solve`."""
+    Returns ℓ. Pools as in :func:`solve`; blocks: A's block-diagonal partition (:func:`block_matvec`)."""
     nv = v.shape[0]
-    Av = A @ v
+    Av = block_matvec(A, v, blocks)
     cost = 0.5 * (v @ Av) - r @ v
     for a in range(nv):
         grad[a] = Av[a] - r[a]
@@ -160,18 +179,18 @@ def _cubic_guess(l0, l1, d0, d1, amax):
 
 
 @njit(cache=True)
-def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0):
+def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, blocks):
     """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations).
 
     l0 = ℓ(v), dl0 = ∇ℓ(v)·p: from the assembly at v (:func:`cost_gradient_hessian`). Its ℓ(v) is the same
     floating-point sum as ``_line_eval`` at α = 0 (quadratic part, then the pools' costs in the same order; every
     pool's line cost at α = 0 is its cost's expression), so passing it saves one evaluation per Newton iteration
     without changing any result (checked bit for bit on every Newton iterate of captured CenicAllegro-v0 problems,
-    RESULTS.md "Inside the convex solve on CenicAllegro-v0")."""
-    Ap = A @ p
+    RESULTS.md "Inside the convex solve on CenicAllegro-v0"). blocks: A's partition (:func:`block_matvec`)."""
+    Ap = block_matvec(A, p, blocks)
     qa = p @ Ap
     qb = v @ Ap - r @ p
-    qc = 0.5 * (v @ (A @ v)) - r @ v
+    qc = 0.5 * (v @ block_matvec(A, v, blocks)) - r @ v
     args = (contacts, limits, gains, couplers)
     amax = ALPHA_MAX
     l1, d1, _ = _line_eval(amax, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
@@ -236,10 +255,13 @@ def cholesky(H, blocks, L):
     block pattern of H (the trees' mass matrices plus J_iᵀ G_i J_i of each contact, which couples the two trees it
     touches), its fill, and a left-looking block Cholesky over the nonzero blocks only. A bin of 20 objects
     (n_v = 120) has ~35–50 nonzero blocks of 210 in L: 16–24 µs against LAPACK's 48–50 µs (the same factor to
-    ~1e-15 relative). Raises ``np.linalg.LinAlgError`` for a matrix that is not positive definite, as LAPACK's does."""
+    ~1e-15 relative). Raises ``np.linalg.LinAlgError`` for a matrix that is not positive definite, as LAPACK's does.
+
+    Returns the block pattern of L (n_b, n_b) (mask[i, j]: block (i, j) may be nonzero; every other entry of L is
+    exactly 0) for the triangular solves of :func:`_cholesky_solve`; (0, 0) for the dense factorization."""
     if blocks.shape[0] == 0:
         L[:, :] = np.linalg.cholesky(H)
-        return
+        return np.zeros((0, 0), dtype=np.bool_)
     nb = blocks.shape[0] - 1
     mask = np.zeros((nb, nb), dtype=np.bool_)
     for bi in range(nb):
@@ -280,23 +302,50 @@ def cholesky(H, blocks, L):
                         L[i, i] = math.sqrt(s)
                     else:
                         L[i, j] = s / L[j, j]
+    return mask
 
 
 @njit(cache=True)
-def _cholesky_solve(L, b):
+def _cholesky_solve(L, b, blocks, mask):
+    """x = H⁻¹ b for H = L Lᵀ (forward, then back substitution). With a block factor (``blocks``, ``mask`` of
+    :func:`cholesky`) the sums visit only the nonzero blocks, in the same order as the dense loops (the skipped
+    terms are exact zeros: the same x bit for bit)."""
     n = b.shape[0]
+    nb = blocks.shape[0] - 1
     y = np.empty(n)
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * y[k]
-        y[i] = s / L[i, i]
     x = np.empty(n)
-    for i in range(n - 1, -1, -1):
-        s = y[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
+    if nb < 1:
+        for i in range(n):
+            s = b[i]
+            for k in range(i):
+                s -= L[i, k] * y[k]
+            y[i] = s / L[i, i]
+        for i in range(n - 1, -1, -1):
+            s = y[i]
+            for k in range(i + 1, n):
+                s -= L[k, i] * x[k]
+            x[i] = s / L[i, i]
+        return x
+    for bi in range(nb):
+        for i in range(blocks[bi], blocks[bi + 1]):
+            s = b[i]
+            for bk in range(bi):
+                if mask[bi, bk]:
+                    for k in range(blocks[bk], blocks[bk + 1]):
+                        s -= L[i, k] * y[k]
+            for k in range(blocks[bi], i):
+                s -= L[i, k] * y[k]
+            y[i] = s / L[i, i]
+    for bi in range(nb - 1, -1, -1):
+        for i in range(blocks[bi + 1] - 1, blocks[bi] - 1, -1):
+            s = y[i]
+            for k in range(i + 1, blocks[bi + 1]):
+                s -= L[k, i] * x[k]
+            for bk in range(bi + 1, nb):
+                if mask[bk, bi]:
+                    for k in range(blocks[bk], blocks[bk + 1]):
+                        s -= L[k, i] * x[k]
+            x[i] = s / L[i, i]
     return x
 
 
@@ -329,9 +378,10 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
     dv_prev = -1.0
     have_factor = False
     need_factor = True
+    mask = np.zeros((0, 0), dtype=np.bool_)  # the block pattern of the factor in L
     for it in range(MAX_NEWTON_ITERATIONS):
         cost = cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H,
-                                     need_factor or not reuse_hessian)
+                                     need_factor or not reuse_hessian, blocks)
         gnorm = 0.0
         for a in range(nv):
             gnorm += (dscale[a] * grad[a]) ** 2
@@ -342,10 +392,10 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
             stats[CONVERGED] = 1
             return
         if need_factor or not reuse_hessian or not have_factor:
-            cholesky(H, blocks, L)
+            mask = cholesky(H, blocks, L)
             stats[FACTORIZATIONS] += 1
             have_factor = True
-        p = _cholesky_solve(L, -grad)
+        p = _cholesky_solve(L, -grad, blocks, mask)
         dl0 = grad @ p
         if dl0 >= 0.0:  # stale factor gave no descent: refactor
             need_factor = True
@@ -353,7 +403,7 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
         constraint_velocities(v, Jc, cols, ncols, nc, vc)
         constraint_velocities(p, Jc, cols, ncols, nc, uc)
         alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, cost,
-                                        dl0)
+                                        dl0, blocks)
         stats[LS_ITERS] += lsit
         stats[NEWTON_ITERS] += 1
         dv = 0.0
@@ -476,7 +526,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
     if fresh:
         grad = np.empty(nv)
         H = np.empty((nv, nv))
-        cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True)
+        cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True, blocks)
         cholesky(H, blocks, L)
     vc = np.empty((contacts.n, 3))
     constraint_velocities(v, Jc, cols, ncols, contacts.n, vc)

@@ -42,6 +42,39 @@ def test_block_cholesky_equals_the_dense_factor(sizes, couplings):
     assert np.allclose(dense, L0, rtol=0, atol=1e-13 * np.abs(L0).max())  # empty partition: LAPACK (numba's)
 
 
+@pytest.mark.parametrize("sizes, couplings", [
+    ([6] * 8, [(0, 3), (3, 7), (1, 2), (5, 6), (0, 7)]),
+    ([4, 4, 4, 4, 6], [(0, 4), (1, 4), (2, 4), (3, 4)]),
+    ([6] * 5, []),
+])
+def test_block_triangular_solves_equal_the_dense_ones_bit_for_bit(sizes, couplings):
+    """The triangular solves skip the zero blocks of a block factor (the mask cholesky returns): the same sums in
+    the same order without their exact-zero terms, so the same Newton direction to the last bit."""
+    rng = np.random.default_rng(7 + len(couplings))
+    H, starts = _block_sparse_spd(sizes, couplings, rng)
+    L = np.empty(H.shape)
+    mask = slv.cholesky(H, starts, L)
+    assert mask.shape == (len(sizes), len(sizes))
+    for bi in range(len(sizes)):  # outside the pattern L is exactly zero
+        for bj in range(bi + 1):
+            if not mask[bi, bj]:
+                assert np.all(L[starts[bi]:starts[bi + 1], starts[bj]:starts[bj + 1]] == 0.0)
+    b = rng.normal(size=H.shape[0])
+    x = slv._cholesky_solve(L, b, starts, mask)
+    dense_loops = slv._cholesky_solve(L, b, slv.NO_BLOCKS, np.zeros((0, 0), dtype=bool))
+    assert np.array_equal(x, dense_loops)
+    assert np.allclose(x, np.linalg.solve(H, b), rtol=1e-10, atol=0)
+
+
+def test_block_matvec_equals_the_dense_product():
+    """A = M + δt D never couples two trees: the product by blocks is the dense one (to round-off)."""
+    rng = np.random.default_rng(3)
+    H, starts = _block_sparse_spd([6] * 5, [], rng)
+    x = rng.normal(size=H.shape[0])
+    assert np.allclose(slv.block_matvec(H, x, starts), H @ x, rtol=1e-14, atol=1e-12)
+    assert np.array_equal(slv.block_matvec(H, x, slv.NO_BLOCKS), H @ x)
+
+
 def test_block_cholesky_rejects_an_indefinite_matrix():
     H, starts = _block_sparse_spd([6] * 4, [(0, 1)], np.random.default_rng(0))
     H[10, 10] = -1.0

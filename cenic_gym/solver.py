@@ -259,6 +259,46 @@ def cholesky(H, blocks, L):
 
     Returns the block pattern of L (n_b, n_b) (mask[i, j]: block (i, j) may be nonzero; every other entry of L is
     exactly 0) for the triangular solves of :func:`_cholesky_solve`; (0, 0) for the dense factorization."""
+    nb = max(blocks.shape[0] - 1, 0)
+    return cholesky_within(H, blocks, L, np.ones((nb, nb), dtype=np.bool_))
+
+
+@njit(cache=True)
+def coupled_blocks(contacts, couplers, blocks):
+    """The blocks (i, j), i ≥ j, of the Hessian that may be nonzero, from the constraint pools alone: the diagonal
+    (mass matrices, limits and gains act on one DOF), the trees each contact's Jacobian columns span (J_iᵀ G_i J_i)
+    and the two DOFs of each coupler. A superset of H's pattern (an open contact has G_i = 0) found in O(contacts)
+    instead of scanning the n_b² blocks of H. (0, 0) without blocks."""
+    nb = max(blocks.shape[0] - 1, 0)
+    cand = np.zeros((nb, nb), dtype=np.bool_)
+    if nb == 0:
+        return cand
+    tree = np.empty(blocks[nb], dtype=np.int64)
+    for b in range(nb):
+        tree[blocks[b]:blocks[b + 1]] = b
+        cand[b, b] = True
+    seen = np.empty(nb, dtype=np.int64)
+    for i in range(contacts.n):
+        m = 0
+        for j in range(contacts.ncols[i]):  # sorted columns: a tree's columns are one run
+            t = tree[contacts.cols[i, j]]
+            if m == 0 or seen[m - 1] != t:
+                seen[m] = t
+                m += 1
+        for a in range(m):
+            for b in range(a):
+                cand[max(seen[a], seen[b]), min(seen[a], seen[b])] = True
+    for i in range(couplers.dof0.shape[0]):
+        ta, tb = tree[couplers.dof0[i]], tree[couplers.dof1[i]]
+        cand[max(ta, tb), min(ta, tb)] = True
+    return cand
+
+
+@njit(cache=True)
+def cholesky_within(H, blocks, L, candidates):
+    """:func:`cholesky` where only the blocks (i, j), i ≥ j, with ``candidates[i, j]`` may be nonzero in H
+    (:func:`coupled_blocks`): the others are not scanned. The same factor bit for bit as with every block a
+    candidate."""
     if blocks.shape[0] == 0:
         L[:, :] = np.linalg.cholesky(H)
         return np.zeros((0, 0), dtype=np.bool_)
@@ -266,6 +306,8 @@ def cholesky(H, blocks, L):
     mask = np.zeros((nb, nb), dtype=np.bool_)
     for bi in range(nb):
         for bj in range(bi + 1):
+            if not candidates[bi, bj]:
+                continue
             nz = False
             for i in range(blocks[bi], blocks[bi + 1]):
                 for j in range(blocks[bj], blocks[bj + 1]):
@@ -282,18 +324,23 @@ def cholesky(H, blocks, L):
                     if mask[bj, bk]:
                         mask[bi, bj] = True
     L[:, :] = 0.0
+    shared = np.empty(nb, dtype=np.int64)  # the earlier blocks k with L_ik and L_jk both nonzero
     for bj in range(nb):
         j0, j1 = blocks[bj], blocks[bj + 1]
         for bi in range(bj, nb):
             if not mask[bi, bj]:
                 continue
+            ns = 0
+            for bk in range(bj):
+                if mask[bi, bk] and mask[bj, bk]:
+                    shared[ns] = bk
+                    ns += 1
             for i in range(blocks[bi], blocks[bi + 1]):
                 for j in range(j0, min(j1, i + 1)):
                     s = H[i, j]
-                    for bk in range(bj):
-                        if mask[bi, bk] and mask[bj, bk]:
-                            for k in range(blocks[bk], blocks[bk + 1]):
-                                s -= L[i, k] * L[j, k]
+                    for t in range(ns):
+                        for k in range(blocks[shared[t]], blocks[shared[t] + 1]):
+                            s -= L[i, k] * L[j, k]
                     for k in range(j0, j):
                         s -= L[i, k] * L[j, k]
                     if i == j:
@@ -379,6 +426,7 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
     have_factor = False
     need_factor = True
     mask = np.zeros((0, 0), dtype=np.bool_)  # the block pattern of the factor in L
+    candidates = coupled_blocks(contacts, couplers, blocks)  # the blocks of H that may be nonzero
     for it in range(MAX_NEWTON_ITERATIONS):
         cost = cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H,
                                      need_factor or not reuse_hessian, blocks)
@@ -392,7 +440,7 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
             stats[CONVERGED] = 1
             return
         if need_factor or not reuse_hessian or not have_factor:
-            mask = cholesky(H, blocks, L)
+            mask = cholesky_within(H, blocks, L, candidates)
             stats[FACTORIZATIONS] += 1
             have_factor = True
         p = _cholesky_solve(L, -grad, blocks, mask)

@@ -28,7 +28,7 @@ Four views, written as text under ``benchmarks/profiles/`` and summarised on std
    Instead the Python-level calls of ``icf_step`` and ``icf_full_and_half`` are recorded (every k-th), each convex
    problem is rebuilt from their arguments exactly as ``icf_step`` does (A = M + δt diag(damping),
    r = M v^n − δt bias, the warm start, the four constraint pools as tuples, copied out of the per-cache buffers),
-   and ``slv.solve``, ``slv.cost_gradient_hessian``, ``slv.cholesky``, ``slv._cholesky_solve`` and
+   and ``slv.solve``, ``slv.cost_gradient_hessian``, ``slv.cholesky_within``, ``slv._cholesky_solve`` and
    ``slv.exact_line_search`` are replayed in compiled loops (numba has no wall clock in nopython mode), then scaled
    by each problem's own Newton / factorization counters. The replay is the first solve of each problem
    (``solve``); a friction re-solve (``solve_coulomb`` moving the friction bounds to the step's own normal
@@ -325,7 +325,7 @@ def _compiled_loops():
     csol = slv._cholesky_solve
     cvel = slv.constraint_velocities
     solve = slv.solve
-    chol = slv.cholesky
+    chol = slv.cholesky_within
 
     @njit
     def named(prob):
@@ -357,11 +357,13 @@ def _compiled_loops():
         return s, grad, H
 
     @njit
-    def loop_chol(H, blocks, reps):
+    def loop_chol(prob, H, reps):
+        """The factorization as solve() does it: the blocks the pools can couple, then cholesky_within."""
+        (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks) = named(prob)
         s = 0.0
         L = np.empty(H.shape)
         for _ in range(reps):
-            chol(H, blocks, L)
+            chol(H, blocks, L, slv.coupled_blocks(contacts, couplers, blocks))
             s += L[0, 0]
         return s
 
@@ -420,7 +422,7 @@ def solver_breakdown(name, factory, t_end, every, reps):
             mask = slv.cholesky(H, prob[12], Lf)
         except np.linalg.LinAlgError:
             continue
-        t_chol, _ = _time_loop(loop_chol, H, prob[12], reps=reps)
+        t_chol, _ = _time_loop(loop_chol, prob, H, reps=reps)
         t_cs, _ = _time_loop(loop_csolve, Lf, -grad, prob[12], mask, reps=reps)
         t_ls = 0.0
         if ni > 0:
@@ -460,7 +462,7 @@ def solver_breakdown(name, factory, t_end, every, reps):
         f"replayed slv.solve: {1e6 * tot['solve'] / n:.2f} us mean; in-run wall_solver per solve "
         f"{1e6 * st.wall_solver / st.solves:.2f} us (incl. A/r assembly and q integration in icf_step, the numba "
         f"dispatch of icf_full_and_half / icf_step and the Python of _full_and_half / _icf / _gain_pool)",
-        f"per call: cost+gradient+Hessian {1e6 * tot['t_cgh'] / n:.2f} us, Cholesky (slv.cholesky) "
+        f"per call: cost+gradient+Hessian {1e6 * tot['t_cgh'] / n:.2f} us, Cholesky (slv.cholesky_within, with coupled_blocks) "
         f"{1e6 * tot['t_chol'] / n:.2f} us, two triangular solves {1e6 * tot['t_cs'] / n:.2f} us, line search "
         f"(incl. 2 constraint_velocities) {1e6 * tot['t_ls'] / max(tot['n_ls'], 1):.2f} us",
         "share of the modelled solve time (counts from each problem's own Newton/factorization counters):",

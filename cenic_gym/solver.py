@@ -355,24 +355,15 @@ def cholesky_within(H, blocks, L, candidates):
 @njit(cache=True)
 def _cholesky_solve(L, b, blocks, mask):
     """x = H⁻¹ b for H = L Lᵀ (forward, then back substitution). With a block factor (``blocks``, ``mask`` of
-    :func:`cholesky`) the sums visit only the nonzero blocks, in the same order as the dense loops (the skipped
-    terms are exact zeros: the same x bit for bit)."""
+    :func:`cholesky`) the sums visit only the nonzero blocks, in the order of the dense loops (the skipped terms
+    are exact zeros: the same x bit for bit); a dense factor (no blocks) is one block."""
     n = b.shape[0]
+    if blocks.shape[0] == 0:
+        blocks = np.array([0, n], dtype=np.int64)
+        mask = np.ones((1, 1), dtype=np.bool_)
     nb = blocks.shape[0] - 1
     y = np.empty(n)
     x = np.empty(n)
-    if nb < 1:
-        for i in range(n):
-            s = b[i]
-            for k in range(i):
-                s -= L[i, k] * y[k]
-            y[i] = s / L[i, i]
-        for i in range(n - 1, -1, -1):
-            s = y[i]
-            for k in range(i + 1, n):
-                s -= L[k, i] * x[k]
-            x[i] = s / L[i, i]
-        return x
     for bi in range(nb):
         for i in range(blocks[bi], blocks[bi + 1]):
             s = b[i]
@@ -565,7 +556,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
     G (m, m): G_ab = ∂γ_n,i/∂b_j (i = idx[a], j = idx[b]) = ℓ_n,i'' n̂_iᵀ J_i Xt[:, b]
     (∂γ_n,i/∂v = −ℓ_n,i'' n̂_iᵀ J_i): friction at one contact moves the bodies and through them every stiff normal.
 
-    fresh: factor H at v into L first (block partition ``blocks``, :func:`cholesky`); else L is used as it is —
+    fresh: factor H at v into L first (block partition ``blocks``, as :func:`solve` does); else L is used as it is —
     :func:`solve_coulomb` passes the factor of the solve's last Newton iteration, one iterate before v (on 3 500
     Allegro problems the Newton iteration on the bounds then took the same solves as with the exact factor: 4 776 vs
     4 775, 2 951 vs 2 953). Pools as in :func:`solve`."""
@@ -575,7 +566,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
         grad = np.empty(nv)
         H = np.empty((nv, nv))
         cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True, blocks)
-        cholesky(H, blocks, L)
+        cholesky_within(H, blocks, L, coupled_blocks(contacts, couplers, blocks))  # as solve() factors
     vc = np.empty((contacts.n, 3))
     constraint_velocities(v, Jc, cols, ncols, contacts.n, vc)
     sens = np.empty(3)

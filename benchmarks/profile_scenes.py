@@ -381,13 +381,15 @@ def _compiled_loops():
         vc = np.empty((nc, 3))
         uc = np.empty((nc, 3))
         nv = v0.shape[0]
-        l0 = cgh(v0, A, r, dt, vs, contacts, limits, gains, couplers, np.empty(nv), np.empty((nv, nv)), False, blocks)
+        grad = np.empty(nv)
+        quad = slv.quadratic_cost(v0, A, r, blocks, grad)
+        l0 = slv.pool_costs(v0, A, dt, vs, contacts, limits, gains, couplers, quad, grad, np.empty((nv, nv)), False)
         it = 0
         s = 0.0
         for _ in range(reps):
             cvel(v0, Jc, cols, ncols, nc, vc)
             cvel(p, Jc, cols, ncols, nc, uc)
-            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, blocks)
+            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, quad, blocks)
             s += a
             it = k
         return s, it

@@ -91,7 +91,7 @@ def normal_cost(vn, dt, phi0, k, d, vhat):
     return -_n_plus(vhat, dt, phi0, k, d), 0.0, 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, grad, hess, want_hess):
     """Cost of one contact at relative velocity vc (3,), world frame. Writes ∇ℓ (3,) into ``grad`` and, if
     ``want_hess``, the 3x3 Hessian into ``hess``. Returns ℓ."""
@@ -118,7 +118,7 @@ def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, grad, hess, want_hess):
     return cost
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def contact_line_derivs(vc, u, nh, dt, phi0, k, d, mu, fn0, w, vs):
     """ℓ, dℓ/dα and d²ℓ/dα² of one contact along v_c + α u, evaluated at α = 0 (linear-time line search)."""
     gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
@@ -173,7 +173,7 @@ compact relative-velocity Jacobians over the columns ``cols[i, :ncols[i]]``; nor
 phi0 φ0 [m]; k [N/m]; d [s/m]; mu the lagged μ; fn0 f_n0 [N] (or the step's own normal force, issue 10); w [1/kg]."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
     """cost + Σ_i ℓ_c,i(J_i v); adds Σ J_iᵀ ∇ℓ_c,i to grad and (if want_hess) Σ J_iᵀ ∇²ℓ_c,i J_i to H."""
     Jc, cols, ncols, normal = pool.Jc, pool.cols, pool.ncols, pool.normal
@@ -203,7 +203,7 @@ def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
     return cost
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def contact_pool_line(pool, vc, uc, alpha, dt, vs, f, d1, d2):
     """(f, d1, d2) + Σ_i (ℓ_c,i, dℓ_c,i/dα, d²ℓ_c,i/dα²) at v + α p, from the contact velocities vc = J v and
     uc = J p (n, 3) of the line's start and direction."""
@@ -259,7 +259,7 @@ LimitPool.__doc__ = """The joint-limit pool: per 1-DOF joint its velocity index 
 ``lower`` ≤ ``upper`` and effective mass m = 1/W_ii [kg or kg m²] (erratum E3)."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def limit_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     """cost + Σ_i ℓ_lim,i(v_dof); adds the gradient and the (diagonal) Hessian."""
     for i in range(pool.dof.shape[0]):
@@ -272,7 +272,7 @@ def limit_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     return cost
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def limit_pool_line(pool, v, p, alpha, dt, f, d1, d2):
     """(f, d1, d2) + the pool's value and derivatives along v + α p."""
     for i in range(pool.dof.shape[0]):
@@ -318,7 +318,7 @@ GainPool.__doc__ = """The gain pool: per entry the velocity index ``dof`` and th
 (c ≥ 0 [N m s/rad or N s/m], b [N m or N], e > 0, may be inf), the linearizations of the external systems."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def gain_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     """cost + Σ_i ℓ_gain,i(v_dof); adds the gradient (−δt τ_i) and the (diagonal) Hessian."""
     for i in range(pool.dof.shape[0]):
@@ -331,7 +331,7 @@ def gain_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     return cost
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def gain_pool_line(pool, v, p, alpha, dt, f, d1, d2):
     """(f, d1, d2) + the pool's value and derivatives along v + α p."""
     for i in range(pool.dof.shape[0]):
@@ -352,7 +352,7 @@ CouplerPool.__doc__ = """The coupler pool: per coupler q_dof0 = ρ q_dof1 + offs
 c^n = q_0 − ρ q_1 − offset [m or rad] and m = 1/(1/M_00 + ρ²/M_11)."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def coupler_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     """cost + Σ_i ℓ_lim(ċ_i; c_i, 0, 0) with ċ = v_0 − ρ v_1; adds the gradient and Hessian (2 x 2 per coupler)."""
     for i in range(pool.dof0.shape[0]):
@@ -371,7 +371,7 @@ def coupler_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     return cost
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def coupler_pool_line(pool, v, p, alpha, dt, f, d1, d2):
     """(f, d1, d2) + the pool's value and derivatives along v + α p."""
     for i in range(pool.dof0.shape[0]):

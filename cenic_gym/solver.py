@@ -122,14 +122,19 @@ def block_matvec(A, x, blocks):
 
 
 @njit(cache=True)
-def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, want_hess, blocks):
-    """ℓ(v) = ½ vᵀ A v − rᵀ v + the four pools' costs; writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H.
-    Returns ℓ. Pools as in :func:`solve`; blocks: A's block-diagonal partition (:func:`block_matvec`)."""
-    nv = v.shape[0]
+def quadratic_cost(v, A, r, blocks, grad):
+    """½ vᵀA v − rᵀv, the unconstrained part of ℓ; writes its gradient A v − r into ``grad``. Returns the value.
+    blocks: A's block-diagonal partition (:func:`block_matvec`)."""
     Av = block_matvec(A, v, blocks)
-    cost = 0.5 * (v @ Av) - r @ v
-    for a in range(nv):
+    for a in range(v.shape[0]):
         grad[a] = Av[a] - r[a]
+    return 0.5 * (v @ Av) - r @ v
+
+
+@njit(cache=True, inline="always")
+def pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, cost, grad, H, want_hess):
+    """cost + the four pools' costs at v; adds their gradients to ``grad`` and (if want_hess) writes A + their
+    Hessians into H. Returns the sum."""
     if want_hess:
         H[:, :] = A
     cost = contact_pool_cost(contacts, v, dt, vs, cost, grad, H, want_hess)
@@ -139,6 +144,14 @@ def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, gr
 
 
 @njit(cache=True)
+def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, want_hess, blocks):
+    """ℓ(v) = ½ vᵀ A v − rᵀ v + the four pools' costs; writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H.
+    Returns ℓ. Pools as in :func:`solve`; blocks: A's block-diagonal partition (:func:`block_matvec`)."""
+    quad = quadratic_cost(v, A, r, blocks, grad)
+    return pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H, want_hess)
+
+
+@njit(cache=True, inline="always")
 def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs, contacts, limits, gains, couplers):
     """ℓ(v + α p), dℓ/dα, d²ℓ/dα² in time linear in the number of constraints."""
     f = 0.5 * quad_a * alpha * alpha + quad_b * alpha + quad_c
@@ -178,11 +191,12 @@ def _cubic_guess(l0, l1, d0, d1, amax):
     return t * amax
 
 
-@njit(cache=True)
-def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, blocks):
+@njit(cache=True, inline="always")
+def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, qc, blocks):
     """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations).
 
-    l0 = ℓ(v), dl0 = ∇ℓ(v)·p: from the assembly at v (:func:`cost_gradient_hessian`). Its ℓ(v) is the same
+    l0 = ℓ(v), dl0 = ∇ℓ(v)·p, qc = ½ vᵀA v − rᵀv: from the assembly at v (:func:`quadratic_cost`,
+    :func:`pool_costs`). Its ℓ(v) is the same
     floating-point sum as ``_line_eval`` at α = 0 (quadratic part, then the pools' costs in the same order; every
     pool's line cost at α = 0 is its cost's expression), so passing it saves one evaluation per Newton iteration
     without changing any result (checked bit for bit on every Newton iterate of captured CenicAllegro-v0 problems,
@@ -190,10 +204,8 @@ def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, coupl
     Ap = block_matvec(A, p, blocks)
     qa = p @ Ap
     qb = v @ Ap - r @ p
-    qc = 0.5 * (v @ block_matvec(A, v, blocks)) - r @ v
-    args = (contacts, limits, gains, couplers)
     amax = ALPHA_MAX
-    l1, d1, _ = _line_eval(amax, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
+    l1, d1, _ = _line_eval(amax, v, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)
     scale = -dl0  # > 0; normalise F(α) = ℓ'(α)/(−ℓ'(0)) so F(0) = −1
     if d1 <= 1e-14 * scale:
         return amax, 1
@@ -204,7 +216,7 @@ def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, coupl
     it = 0
     while it < LS_MAX_ITERATIONS:
         it += 1
-        _, d, dd = _line_eval(alpha, v, p, qa, qb, qc, vc, uc, dt, vs, *args)
+        _, d, dd = _line_eval(alpha, v, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)
         F = d / scale
         if abs(F) < LS_TOLERANCE:
             break
@@ -353,30 +365,25 @@ def cholesky_within(H, blocks, L, candidates):
 
 
 @njit(cache=True)
-def _cholesky_solve(L, b, blocks, mask):
-    """x = H⁻¹ b for H = L Lᵀ (forward, then back substitution). With a block factor (``blocks``, ``mask`` of
-    :func:`cholesky`) the sums visit only the nonzero blocks, in the order of the dense loops (the skipped terms
-    are exact zeros: the same x bit for bit); a dense factor (no blocks) is one block."""
-    n = b.shape[0]
-    if blocks.shape[0] == 0:
-        blocks = np.array([0, n], dtype=np.int64)
-        mask = np.ones((1, 1), dtype=np.bool_)
+def cholesky_solve_into(L, x, blocks, mask):
+    """x ← H⁻¹ x for H = L Lᵀ, in place (forward, then back substitution). With a block factor (``blocks``, ``mask``
+    of :func:`cholesky`) the sums visit only the nonzero blocks, in the order of the dense loops (the skipped terms
+    are exact zeros: the same x bit for bit); a dense factor is one block (``blocks`` = [0, n], ``mask`` = [[True]]:
+    :func:`dense_partition`)."""
     nb = blocks.shape[0] - 1
-    y = np.empty(n)
-    x = np.empty(n)
     for bi in range(nb):
         for i in range(blocks[bi], blocks[bi + 1]):
-            s = b[i]
+            s = x[i]
             for bk in range(bi):
                 if mask[bi, bk]:
                     for k in range(blocks[bk], blocks[bk + 1]):
-                        s -= L[i, k] * y[k]
+                        s -= L[i, k] * x[k]
             for k in range(blocks[bi], i):
-                s -= L[i, k] * y[k]
-            y[i] = s / L[i, i]
+                s -= L[i, k] * x[k]
+            x[i] = s / L[i, i]
     for bi in range(nb - 1, -1, -1):
         for i in range(blocks[bi + 1] - 1, blocks[bi] - 1, -1):
-            s = y[i]
+            s = x[i]
             for k in range(i + 1, blocks[bi + 1]):
                 s -= L[k, i] * x[k]
             for bk in range(bi + 1, nb):
@@ -384,6 +391,21 @@ def _cholesky_solve(L, b, blocks, mask):
                     for k in range(blocks[bk], blocks[bk + 1]):
                         s -= L[k, i] * x[k]
             x[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def dense_partition(n):
+    """The one-block partition ([0, n], [[True]]) under which :func:`cholesky_solve_into` is the dense solve."""
+    return np.array([0, n], dtype=np.int64), np.ones((1, 1), dtype=np.bool_)
+
+
+@njit(cache=True)
+def _cholesky_solve(L, b, blocks, mask):
+    """x = H⁻¹ b as a new array (:func:`cholesky_solve_into`; blocks empty: the dense factor of :func:`cholesky`)."""
+    x = b.copy()
+    if blocks.shape[0] == 0:
+        blocks, mask = dense_partition(b.shape[0])
+    cholesky_solve_into(L, x, blocks, mask)
     return x
 
 
@@ -416,11 +438,16 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
     dv_prev = -1.0
     have_factor = False
     need_factor = True
-    mask = np.zeros((0, 0), dtype=np.bool_)  # the block pattern of the factor in L
+    p = np.empty(nv)
+    dense = blocks.shape[0] == 0
+    tri_blocks, mask = dense_partition(nv)  # the triangular solves' partition and the factor's block pattern
+    if not dense:
+        tri_blocks = blocks
     candidates = coupled_blocks(contacts, couplers, blocks)  # the blocks of H that may be nonzero
     for it in range(MAX_NEWTON_ITERATIONS):
-        cost = cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H,
-                                     need_factor or not reuse_hessian, blocks)
+        quad = quadratic_cost(v, A, r, blocks, grad)
+        cost = pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H,
+                          need_factor or not reuse_hessian)
         gnorm = 0.0
         for a in range(nv):
             gnorm += (dscale[a] * grad[a]) ** 2
@@ -431,10 +458,14 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
             stats[CONVERGED] = 1
             return
         if need_factor or not reuse_hessian or not have_factor:
-            mask = cholesky_within(H, blocks, L, candidates)
+            factor_mask = cholesky_within(H, blocks, L, candidates)
+            if not dense:
+                mask = factor_mask
             stats[FACTORIZATIONS] += 1
             have_factor = True
-        p = _cholesky_solve(L, -grad, blocks, mask)
+        for a in range(nv):
+            p[a] = -grad[a]
+        cholesky_solve_into(L, p, tri_blocks, mask)
         dl0 = grad @ p
         if dl0 >= 0.0:  # stale factor gave no descent: refactor
             need_factor = True
@@ -442,7 +473,7 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
         constraint_velocities(v, Jc, cols, ncols, nc, vc)
         constraint_velocities(p, Jc, cols, ncols, nc, uc)
         alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, cost,
-                                        dl0, blocks)
+                                        dl0, quad, blocks)
         stats[LS_ITERS] += lsit
         stats[NEWTON_ITERS] += 1
         dv = 0.0

@@ -1,4 +1,4 @@
-"""The Newton solver's Cholesky factorization (:func:`cenic_gym.solver.cholesky`): dense (LAPACK) or by blocks of
+"""The Newton solver's Cholesky factorization (:func:`cenic_gym.solver.cholesky`): dense (loops; LAPACK for large n) or by blocks of
 independent kinematic trees, and the partition :func:`cenic_gym.solver.factor_blocks` picks."""
 import numpy as np
 import pytest
@@ -37,9 +37,29 @@ def test_block_cholesky_equals_the_dense_factor(sizes, couplings):
     L0 = np.linalg.cholesky(H)
     assert np.allclose(L, L0, rtol=0, atol=1e-13 * np.abs(L0).max())
     assert np.all(np.triu(L, 1) == 0.0)
-    dense = np.empty(H.shape)
+    dense = np.full(H.shape, np.nan)
     slv.cholesky(H, slv.NO_BLOCKS, dense)
-    assert np.allclose(dense, L0, rtol=0, atol=1e-13 * np.abs(L0).max())  # empty partition: LAPACK (numba's)
+    assert np.allclose(dense, L0, rtol=0, atol=1e-13 * np.abs(L0).max())  # empty partition: dense
+    assert np.all(np.triu(dense, 1) == 0.0)
+
+
+@pytest.mark.parametrize("n", [1, 6, 18, slv.DENSE_LOOP_MAX, slv.DENSE_LOOP_MAX + 1, 60])
+def test_dense_cholesky_is_the_one_block_factorization(n):
+    """Small dense factors come from loops with the block factorization's sums (one block: the same bits), large
+    ones from LAPACK; both are LAPACK's factor to round-off, and a matrix that is not positive definite raises."""
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, n))
+    H = X @ X.T + n * np.eye(n)
+    dense, one_block = np.full(H.shape, np.nan), np.full(H.shape, np.nan)
+    slv.cholesky(H, slv.NO_BLOCKS, dense)
+    slv.cholesky(H, np.array([0, n], dtype=np.int64), one_block)
+    L0 = np.linalg.cholesky(H)
+    assert np.allclose(dense, L0, rtol=0, atol=1e-13 * np.abs(L0).max())
+    if n <= slv.DENSE_LOOP_MAX:
+        assert np.array_equal(dense, one_block)
+    H[n // 2, n // 2] = -1.0
+    with pytest.raises(np.linalg.LinAlgError):
+        slv.cholesky(H, slv.NO_BLOCKS, dense)
 
 
 @pytest.mark.parametrize("sizes, couplings", [

@@ -275,7 +275,7 @@ def cholesky(H, blocks, L):
     return cholesky_within(H, blocks, L, np.ones((nb, nb), dtype=np.bool_))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def coupled_blocks(contacts, couplers, blocks):
     """The blocks (i, j), i ≥ j, of the Hessian that may be nonzero, from the constraint pools alone: the diagonal
     (mass matrices, limits and gains act on one DOF), the trees each contact's Jacobian columns span (J_iᵀ G_i J_i)

@@ -683,11 +683,12 @@ class CenicIntegrator:
         cache, v, dt, _ = self.last_solution
         cs = cache.contacts
         force, slip = np.zeros((cs.n, 3)), np.zeros(cs.n)
-        contact_forces(v, cache.contact_pool, self.vs, dt, force, slip)
+        contact_forces(v, pool_args(cache.contact_pool), self.vs, dt, force, slip)
         names, bodies = self._geom_names
+        ga, gb = cs.geom_a.tolist(), cs.geom_b.tolist()
         return ContactResults(cs.point.copy(), cs.normal.copy(), cs.phi.copy(), force, slip, cs.geom_a.copy(),
-                              cs.geom_b.copy(), tuple(names[i] for i in cs.geom_a), tuple(names[i] for i in cs.geom_b),
-                              tuple(bodies[i] for i in cs.geom_a), tuple(bodies[i] for i in cs.geom_b))
+                              cs.geom_b.copy(), tuple(map(names.__getitem__, ga)), tuple(map(names.__getitem__, gb)),
+                              tuple(map(bodies.__getitem__, ga)), tuple(map(bodies.__getitem__, gb)))
 
     def applied_efforts(self):
         """Generalized forces [N, N m] of each external system in the last accepted solve, as applied there:
@@ -707,7 +708,9 @@ class CenicIntegrator:
 def contact_forces(v, pool, vs, dt, force, slip):
     """Average contact forces [N] on body B over a step of size dt at the solution v (world frame) and slip
     speeds [m/s] (tangential relative speed at the contact) of the contacts of ``pool`` (a
-    :class:`~cenic_gym.icf.ContactPool`), written into ``force`` (n, 3) and ``slip`` (n,)."""
+    :class:`~cenic_gym.icf.ContactPool`, or its fields as a plain tuple: :func:`pool_args`), written into ``force``
+    (n, 3) and ``slip`` (n,)."""
+    pool = ContactPool(*pool)
     n, normal = pool.n, pool.normal
     vc = np.empty((n, 3))
     slv.constraint_velocities(v, pool.Jc, pool.cols, pool.ncols, n, vc)

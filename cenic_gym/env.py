@@ -250,9 +250,9 @@ class CenicEnv(gym.Env):
             raise ValueError(f"action must be an array of shape {self.action_space.shape}, got {action!r}") from None
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got shape {a.shape}: {action!r}")
-        if not np.all(np.isfinite(a)):
+        if not np.isfinite(a).all():
             raise ValueError(f"action must be finite, got {a!r}")
-        return np.clip(a, -1.0, 1.0)
+        return a.clip(-1.0, 1.0)
 
     def _noisy(self, obs):
         """Float32 observation with Gaussian noise of std ``obs_noise`` × the task's scales (drawn from np_random)."""

@@ -177,8 +177,9 @@ class GainLaw(ExternalSystem):
 
 
 def _per_dof(value, n, name):
-    a = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
-    if not np.all(np.isfinite(a)):
+    a = np.asarray(value, dtype=float)
+    a = a.copy() if a.shape == (n,) else np.broadcast_to(a, (n,)).copy()  # (the common case without broadcast_to)
+    if not np.isfinite(a).all():
         raise ValueError(f"{name} must be finite, got {value!r}")
     return a
 

@@ -425,7 +425,7 @@ class QuadrupedEnv(CenicEnv):
                 sim.set_state(v=v)
                 self.push_countdown = self._sample_push_steps()
         self.applied = np.asarray(action, dtype=float).copy()
-        self.pd.set_target(q_d=np.clip(gc.NOMINAL + c["action_scale"] * self.applied, self.q_lower, self.q_upper))
+        self.pd.set_target(q_d=(gc.NOMINAL + c["action_scale"] * self.applied).clip(self.q_lower, self.q_upper))
         self.pending_update = True
 
     # -- per-step bookkeeping (once after each advance: contacts, air times, velocity average) -------------------
@@ -522,16 +522,17 @@ class QuadrupedEnv(CenicEnv):
         sigma = c["tracking_sigma"]
         tau = self.sim.applied_effort(self.pd)
         moving = float(cmd @ cmd > 1e-4)  # ‖c‖ > 0.01
+        ex, ey = float(cmd[0] - v[0]), float(cmd[1] - v[1])
         terms = dict(
-            tracking_lin_vel=math.exp(-float(np.sum((cmd[:2] - v[:2]) ** 2)) / sigma),
+            tracking_lin_vel=math.exp(-(ex * ex + ey * ey) / sigma),
             tracking_ang_vel=math.exp(-float((cmd[2] - omega[2]) ** 2) / sigma),
             lin_vel_z=float(v_world[2] ** 2),
             ang_vel_xy=float(omega_world[0] ** 2 + omega_world[1] ** 2),
             orientation=float(R[2, 0] ** 2 + R[2, 1] ** 2),
             torques=math.sqrt(float(tau @ tau)) + float(np.abs(tau).sum()),
-            action_rate=float(np.sum((action - prev_action) ** 2)),
-            feet_air_time=moving * float(np.sum((self.touchdown_air - c["air_time_target"]) * self.first_contact)),
-            foot_slip=float(np.sum(self.foot_slip ** 2)),
+            action_rate=float(((action - prev_action) ** 2).sum()),
+            feet_air_time=moving * float(((self.touchdown_air - c["air_time_target"]) * self.first_contact).sum()),
+            foot_slip=float((self.foot_slip ** 2).sum()),
             termination=float(self._fallen()),
         )
         dt = self.control_period

@@ -430,37 +430,45 @@ def _box_box_distance(hA, RA, pA, hB, RB, pB):
 
 @njit(cache=True)
 def _halfspace_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
-    """Half-space A vs sphere B: one contact below the sphere centre."""
-    n = _col(R_a, 2)
+    """Half-space A vs sphere B: one contact below the sphere centre. (Scalars, no temporary arrays: this pair runs
+    for every foot of a legged robot at every state.)"""
+    n0, n1, n2 = R_a[0, 2], R_a[1, 2], R_a[2, 2]
     r = size_b[0]
-    phi = _dot(n, p_b - p_a) - r
+    phi = n0 * (p_b[0] - p_a[0]) + n1 * (p_b[1] - p_a[1]) + n2 * (p_b[2] - p_a[2]) - r
     if phi >= margin:
         return 0
-    point = p_b - (r + 0.5 * phi) * n
-    _emit(out_p, out_n, out_phi, k0, point, n, phi)
+    s = r + 0.5 * phi
+    out_p[k0, 0], out_p[k0, 1], out_p[k0, 2] = p_b[0] - s * n0, p_b[1] - s * n1, p_b[2] - s * n2
+    out_n[k0, 0], out_n[k0, 1], out_n[k0, 2] = n0, n1, n2
+    out_phi[k0] = phi
     return 1
 
 
 @njit(cache=True)
 def _halfspace_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
-    """Half-space A vs box B: every box corner with phi < margin (<= 8)."""
-    n = _col(R_a, 2)
-    base = _dot(n, p_b - p_a)
-    proj = np.empty(3)  # signed extent of each half axis along n
-    for j in range(3):
-        proj[j] = size_b[j] * (n[0] * R_b[0, j] + n[1] * R_b[1, j] + n[2] * R_b[2, j])
+    """Half-space A vs box B: every box corner with phi < margin (<= 8). (Scalars, no temporary arrays: most calls
+    find no corner below the margin.)"""
+    n0, n1, n2 = R_a[0, 2], R_a[1, 2], R_a[2, 2]
+    base = n0 * (p_b[0] - p_a[0]) + n1 * (p_b[1] - p_a[1]) + n2 * (p_b[2] - p_a[2])
+    # signed extent of each half axis along n
+    e0 = size_b[0] * (n0 * R_b[0, 0] + n1 * R_b[1, 0] + n2 * R_b[2, 0])
+    e1 = size_b[1] * (n0 * R_b[0, 1] + n1 * R_b[1, 1] + n2 * R_b[2, 1])
+    e2 = size_b[2] * (n0 * R_b[0, 2] + n1 * R_b[1, 2] + n2 * R_b[2, 2])
     cnt = 0
-    v = np.empty(3)
     for corner in range(8):
         s0 = 1.0 if corner & 1 else -1.0
         s1 = 1.0 if corner & 2 else -1.0
         s2 = 1.0 if corner & 4 else -1.0
-        phi = base + s0 * proj[0] + s1 * proj[1] + s2 * proj[2]
+        phi = base + s0 * e0 + s1 * e1 + s2 * e2
         if phi < margin:
+            k = k0 + cnt
+            h = 0.5 * phi
             for i in range(3):
-                v[i] = (p_b[i] + s0 * size_b[0] * R_b[i, 0] + s1 * size_b[1] * R_b[i, 1]
-                        + s2 * size_b[2] * R_b[i, 2])
-            _emit(out_p, out_n, out_phi, k0 + cnt, v - 0.5 * phi * n, n, phi)
+                vi = (p_b[i] + s0 * size_b[0] * R_b[i, 0] + s1 * size_b[1] * R_b[i, 1]
+                      + s2 * size_b[2] * R_b[i, 2])
+                out_p[k, i] = vi - h * R_a[i, 2]
+                out_n[k, i] = R_a[i, 2]
+            out_phi[k] = phi
             cnt += 1
     return cnt
 

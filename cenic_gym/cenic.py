@@ -301,13 +301,17 @@ class StateCache:
     out: tuple = None  # workspace of state_terms (M, D, μ, f_n0, w, limit c^n, m, coupler c^n, m)
     limit_pool: LimitPool = None
     coupler_pool: CouplerPool = None
+    # the three pools as the plain tuples the kernels take (pool_args), kept with them: built once per pool
+    contact_args: tuple = None
+    limit_args: tuple = None
+    coupler_args: tuple = None
     valid: bool = False
 
     def __getstate__(self):
         """Copies forget the cached state (views of the query's buffers); the next step prepares it anew, with
         bit-identical results since preparation is a function of (q, v, t) alone."""
         state = self.__dict__.copy()
-        state.update(contacts=None, contact_pool=None, valid=False)
+        state.update(contacts=None, contact_pool=None, contact_args=None, valid=False)
         return state
 
 
@@ -428,6 +432,7 @@ class CenicIntegrator:
         cache.M, cache.dscale = out[0], out[1]
         cache.limit_pool = LimitPool(s.limit_v, out[5], s.limit_lower, s.limit_upper, out[6])
         cache.coupler_pool = CouplerPool(s.coupler_v0, s.coupler_v1, s.coupler_ratio, out[7], out[8])
+        cache.limit_args, cache.coupler_args = pool_args(cache.limit_pool), pool_args(cache.coupler_pool)
         return cache
 
     def _integration_plan(self):
@@ -488,6 +493,7 @@ class CenicIntegrator:
             mu, fn0, w = cache.out[2:5]
             cache.contact_pool = ContactPool(cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
                                              mu[:n], fn0[:n], w[:n], n)
+            cache.contact_args = pool_args(cache.contact_pool)
             cache.contacts = cs
         cache.phi_min = phi_min
         cache.bias = bias
@@ -529,8 +535,7 @@ class CenicIntegrator:
         gains, Z, bz = self._gain_pool(cache, dt)
         self._last_gains = gains
         ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
-                      pool_args(cache.contact_pool), pool_args(cache.limit_pool), pool_args(gains),
-                      pool_args(cache.coupler_pool),
+                      cache.contact_args, cache.limit_args, pool_args(gains), cache.coupler_args,
                       self._tol, self.hessian_reuse, self._L, self._blocks, self._solve_stats, self._totals,
                       self._numba_integrate, self._int_plan, v, q_next, self._friction_tol,
                       cache.contact_pool.fn0)
@@ -550,8 +555,7 @@ class CenicIntegrator:
         gains_half, Z, bz = self._gain_pool(cache, 0.5 * dt)
         ok_full, ok_half = icf_full_and_half(
             cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
-            pool_args(cache.contact_pool), pool_args(cache.limit_pool), pool_args(gains_full), pool_args(gains_half),
-            pool_args(cache.coupler_pool),
+            cache.contact_args, cache.limit_args, pool_args(gains_full), pool_args(gains_half), cache.coupler_args,
             self._tol, self.hessian_reuse, self._L, self._blocks, self._solve_stats, self._totals,
             self._numba_integrate,
             self._int_plan, v_full, q_full, v_half, q_half, self._friction_tol, self._fn_work)
@@ -683,7 +687,7 @@ class CenicIntegrator:
         cache, v, dt, _ = self.last_solution
         cs = cache.contacts
         force, slip = np.zeros((cs.n, 3)), np.zeros(cs.n)
-        contact_forces(v, pool_args(cache.contact_pool), self.vs, dt, force, slip)
+        contact_forces(v, cache.contact_args, self.vs, dt, force, slip)
         names, bodies = self._geom_names
         ga, gb = cs.geom_a.tolist(), cs.geom_b.tolist()
         return ContactResults(cs.point.copy(), cs.normal.copy(), cs.phi.copy(), force, slip, cs.geom_a.copy(),

@@ -306,6 +306,18 @@ def coupled_blocks(contacts, couplers, blocks):
     return cand
 
 
+@njit(cache=True, inline="always")
+def _set_factor_entry(L, i, j, s):
+    """L_ij of a Cholesky factor from its reduced entry s = H_ij − Σ_k L_ik L_jk: √s on the diagonal (raises
+    ``np.linalg.LinAlgError`` unless s > 0, as LAPACK's does), s / L_jj below it."""
+    if i == j:
+        if not s > 0.0:
+            raise np.linalg.LinAlgError("Matrix is not positive definite.")
+        L[i, i] = math.sqrt(s)
+    else:
+        L[i, j] = s / L[j, j]
+
+
 DENSE_LOOP_MAX = 40  # dense factorizations up to this size run in loops (:func:`_dense_cholesky`), larger in LAPACK
 
 
@@ -324,12 +336,7 @@ def _dense_cholesky(H, L):
             s = H[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
-            if i == j:
-                if not s > 0.0:
-                    raise np.linalg.LinAlgError("Matrix is not positive definite.")
-                L[i, i] = math.sqrt(s)
-            else:
-                L[i, j] = s / L[j, j]
+            _set_factor_entry(L, i, j, s)
 
 
 @njit(cache=True)
@@ -384,12 +391,7 @@ def cholesky_within(H, blocks, L, candidates):
                             s -= L[i, k] * L[j, k]
                     for k in range(j0, j):
                         s -= L[i, k] * L[j, k]
-                    if i == j:
-                        if not s > 0.0:
-                            raise np.linalg.LinAlgError("Matrix is not positive definite.")
-                        L[i, i] = math.sqrt(s)
-                    else:
-                        L[i, j] = s / L[j, j]
+                    _set_factor_entry(L, i, j, s)
     return mask
 
 

@@ -262,8 +262,8 @@ def factor_blocks(model):
 def cholesky(H, blocks, L):
     """L ← the lower Cholesky factor of the SPD matrix H.
 
-    blocks empty: dense (:func:`_dense_cholesky`, LAPACK beyond :data:`DENSE_LOOP_MAX` unknowns). Otherwise ``blocks`` = (n_b + 1,) offsets of a partition
-    of the unknowns into independent trees (:func:`factor_blocks`), and the factorization works by blocks: the
+    blocks empty: dense (:func:`_dense_cholesky`, LAPACK beyond :data:`DENSE_LOOP_MAX` unknowns). Otherwise
+    ``blocks`` = (n_b + 1,) offsets of a partition of the unknowns into independent trees (:func:`factor_blocks`), and the factorization works by blocks: the
     block pattern of H (the trees' mass matrices plus J_iᵀ G_i J_i of each contact, which couples the two trees it
     touches), its fill, and a left-looking block Cholesky over the nonzero blocks only. A bin of 20 objects
     (n_v = 120) has ~35–50 nonzero blocks of 210 in L: 16–24 µs against LAPACK's 48–50 µs (the same factor to

@@ -1,5 +1,5 @@
-"""The Newton solver's Cholesky factorization (:func:`cenic_gym.solver.cholesky`): dense (loops; LAPACK for large n) or by blocks of
-independent kinematic trees, and the partition :func:`cenic_gym.solver.factor_blocks` picks."""
+"""The Newton solver's Cholesky factorization (:func:`cenic_gym.solver.cholesky`): dense (loops; LAPACK for large
+n) or by blocks of independent kinematic trees, and the partition :func:`cenic_gym.solver.factor_blocks` picks."""
 import numpy as np
 import pytest
 

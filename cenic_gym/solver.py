@@ -270,7 +270,8 @@ def cholesky(H, blocks, L):
     ~1e-15 relative). Raises ``np.linalg.LinAlgError`` for a matrix that is not positive definite, as LAPACK's does.
 
     Returns the block pattern of L (n_b, n_b) (mask[i, j]: block (i, j) may be nonzero; every other entry of L is
-    exactly 0) for the triangular solves of :func:`_cholesky_solve`; (0, 0) for the dense factorization."""
+    exactly 0) for the triangular solves of :func:`cholesky_solve_into`; [[True]] for the dense factorization (one
+    block of the partition :func:`solve_partition` gives)."""
     nb = max(blocks.shape[0] - 1, 0)
     return cholesky_within(H, blocks, L, np.ones((nb, nb), dtype=np.bool_))
 
@@ -349,7 +350,7 @@ def cholesky_within(H, blocks, L, candidates):
             L[:, :] = np.linalg.cholesky(H)
         else:
             _dense_cholesky(H, L)
-        return np.zeros((0, 0), dtype=np.bool_)
+        return np.ones((1, 1), dtype=np.bool_)
     nb = blocks.shape[0] - 1
     mask = np.zeros((nb, nb), dtype=np.bool_)
     for bi in range(nb):
@@ -399,8 +400,8 @@ def cholesky_within(H, blocks, L, candidates):
 def cholesky_solve_into(L, x, blocks, mask):
     """x ← H⁻¹ x for H = L Lᵀ, in place (forward, then back substitution). With a block factor (``blocks``, ``mask``
     of :func:`cholesky`) the sums visit only the nonzero blocks, in the order of the dense loops (the skipped terms
-    are exact zeros: the same x bit for bit); a dense factor is one block (``blocks`` = [0, n], ``mask`` = [[True]]:
-    :func:`dense_partition`)."""
+    are exact zeros: the same x bit for bit); a dense factor is one block (``blocks`` = [0, n]:
+    :func:`solve_partition`, ``mask`` = [[True]])."""
     nb = blocks.shape[0] - 1
     for bi in range(nb):
         for i in range(blocks[bi], blocks[bi + 1]):
@@ -425,9 +426,12 @@ def cholesky_solve_into(L, x, blocks, mask):
 
 
 @njit(cache=True)
-def dense_partition(n):
-    """The one-block partition ([0, n], [[True]]) under which :func:`cholesky_solve_into` is the dense solve."""
-    return np.array([0, n], dtype=np.int64), np.ones((1, 1), dtype=np.bool_)
+def solve_partition(blocks, n):
+    """The partition of the triangular solves (:func:`cholesky_solve_into`) for the factor of :func:`cholesky` with
+    ``blocks``: the same blocks, or one block [0, n] for a dense factor."""
+    if blocks.shape[0] == 0:
+        return np.array([0, n], dtype=np.int64)
+    return blocks
 
 
 @njit(cache=True)
@@ -435,8 +439,8 @@ def _cholesky_solve(L, b, blocks, mask):
     """x = H⁻¹ b as a new array (:func:`cholesky_solve_into`; blocks empty: the dense factor of :func:`cholesky`)."""
     x = b.copy()
     if blocks.shape[0] == 0:
-        blocks, mask = dense_partition(b.shape[0])
-    cholesky_solve_into(L, x, blocks, mask)
+        mask = np.ones((1, 1), dtype=np.bool_)
+    cholesky_solve_into(L, x, solve_partition(blocks, b.shape[0]), mask)
     return x
 
 
@@ -470,10 +474,8 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
     have_factor = False
     need_factor = True
     p = np.empty(nv)
-    dense = blocks.shape[0] == 0
-    tri_blocks, mask = dense_partition(nv)  # the triangular solves' partition and the factor's block pattern
-    if not dense:
-        tri_blocks = blocks
+    tri_blocks = solve_partition(blocks, nv)
+    mask = np.ones((1, 1), dtype=np.bool_)  # the block pattern of the factor in L (from cholesky_within)
     candidates = coupled_blocks(contacts, couplers, blocks)  # the blocks of H that may be nonzero
     for it in range(MAX_NEWTON_ITERATIONS):
         quad = quadratic_cost(v, A, r, blocks, grad)
@@ -489,9 +491,7 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
             stats[CONVERGED] = 1
             return
         if need_factor or not reuse_hessian or not have_factor:
-            factor_mask = cholesky_within(H, blocks, L, candidates)
-            if not dense:
-                mask = factor_mask
+            mask = cholesky_within(H, blocks, L, candidates)
             stats[FACTORIZATIONS] += 1
             have_factor = True
         for a in range(nv):

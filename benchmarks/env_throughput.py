@@ -90,26 +90,35 @@ def reset_time(env, n):
 
 class LinearizeTimer:
     """Times the external systems' linearization (controllers' gain pools, built for every convex solve inside
-    ``wall_solver``) by wrapping ``linearize`` of this simulator's ``ExternalSystems`` instance (benchmark only)."""
+    ``wall_solver``) by wrapping ``linearize`` and ``linearize_full_and_half`` of this simulator's
+    ``ExternalSystems`` instance (benchmark only; a call inside another is counted once)."""
+
+    METHODS = ("linearize", "linearize_full_and_half")
 
     def __init__(self, sim):
         self.wall = 0.0
+        self.depth = 0
         self.ext = sim.integrator.external
         if self.ext is not None:
-            inner = self.ext.linearize
+            for name in self.METHODS:
+                setattr(self.ext, name, self._timed(getattr(self.ext, name)))
 
-            def timed(*args, **kwargs):
-                t0 = time.perf_counter()
-                try:
-                    return inner(*args, **kwargs)
-                finally:
+    def _timed(self, inner):
+        def timed(*args, **kwargs):
+            self.depth += 1
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.depth -= 1
+                if self.depth == 0:
                     self.wall += time.perf_counter() - t0
-
-            self.ext.linearize = timed
+        return timed
 
     def remove(self):
         if self.ext is not None:
-            del self.ext.linearize
+            for name in self.METHODS:
+                delattr(self.ext, name)
 
 
 def run(env, make_policy, steps, seed0=1000):

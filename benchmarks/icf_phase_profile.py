@@ -31,7 +31,7 @@ import cenic_gym  # noqa: F401  (registers the envs)
 import cenic_gym.cenic as cm
 from cenic_gym import solver as slv
 from cenic_gym.icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_pool_cost
-from profile_scenes import _problem  # the convex problem icf_step hands to solve, copied out of the buffers
+from profile_scenes import _problem, kernel_arrays  # the convex problem icf_step hands to solve, copied out
 
 
 def capture(env_id, accuracy, steps, seed):
@@ -41,13 +41,13 @@ def capture(env_id, accuracy, steps, seed):
     env.action_space.seed(seed)
     problems = []
     real = cm.icf_full_and_half
+    it = env.unwrapped.sim.integrator
 
-    def spy(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
-            *rest):
-        problems.append(_problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers,
-                                 tol, False, v0, rest[2]) + (rest[11].copy(),))
-        return real(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
-                    *rest)
+    def spy(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, *rest):
+        M, dscale, contacts, limits, couplers = kernel_arrays(it, state)
+        problems.append(_problem(q, v0, M, bias, it.damping, dt, vs, dscale, contacts, limits, gains_full, couplers,
+                                 tol, False, v0, it._blocks) + (it._friction_tol.copy(),))
+        return real(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, *rest)
 
     cm.icf_full_and_half = spy
     try:

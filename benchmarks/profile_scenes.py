@@ -5,12 +5,13 @@
 Per attempted step, :class:`cenic_gym.cenic.CenicIntegrator` makes these calls from Python (everything else runs
 inside them):
 
-- ``_prepare`` (once for x^n when it is new, once for the midpoint state): ``pin.computeJointJacobians``,
-  ``pin.crba``, ``pin.nonLinearEffects`` and one numba call ``prepare_kernel`` (contact query + lagged state terms);
+- ``_prepare`` (once for x^n when it is new, once for the midpoint state): ``pin.crba`` (WORLD convention:
+  kinematics, joint Jacobians and M), ``pin.nonLinearEffects`` and one numba call ``prepare_kernel`` (contact query +
+  lagged state terms);
   ``ContactQuery.coal_fallback`` + ``state_terms`` only when some pair needs coal (not in these scenes);
 - ``_full_and_half``: one numba call ``icf_full_and_half`` (full step + first half step: two ``icf_step``, each
   building A, r, calling ``solver.solve`` and integrating q);
-- ``_icf``: one numba call ``icf_step`` (second half step);
+- ``_icf``: one numba call ``icf_step_at`` (second half step: one ``icf_step``);
 - ``max_abs_diff`` (numba) for the error estimate; ``pin.integrate`` only for joints ``integrate_q`` cannot handle.
 
 Four views, written as text under ``benchmarks/profiles/`` and summarised on stdout:
@@ -25,8 +26,9 @@ Four views, written as text under ``benchmarks/profiles/`` and summarised on std
    its call count (cProfile lists a numba dispatcher under its Python definition, e.g. ``cenic.py:68(prepare_kernel)``
    = compiled code + dispatch; the shim row's extra cumulative time is the shim itself).
 3. Inside ``solver.solve``: ``solve`` is called from numba (``icf_step``), so it cannot be patched from Python.
-   Instead the Python-level calls of ``icf_step`` and ``icf_full_and_half`` are recorded (every k-th), each convex
-   problem is rebuilt from their arguments exactly as ``icf_step`` does (A = M + δt diag(damping),
+   Instead the Python-level calls of ``icf_step_at`` and ``icf_full_and_half`` are recorded (every k-th), each convex
+   problem is rebuilt from their arguments and the cache they name (:func:`kernel_arrays`) exactly as ``icf_step``
+   does (A = M + δt diag(damping),
    r = M v^n − δt bias, the warm start, the four constraint pools as tuples, copied out of the per-cache buffers),
    and ``slv.solve``, ``slv.cost_gradient_hessian``, ``slv.cholesky_within``, ``slv._cholesky_solve`` and
    ``slv.exact_line_search`` are replayed in compiled loops (numba has no wall clock in nopython mode), then scaled
@@ -35,7 +37,7 @@ Four views, written as text under ``benchmarks/profiles/`` and summarised on std
    impulses) is not replayed, so a re-solved problem's counters differ from its replay's ("same Newton path" below).
 4. Micro-timings (sphere drop, in flight and in contact): the statements of the per-step path (``_prepare``,
    ``_full_and_half``, ``_icf``, a whole accepted step from a restored state, each Pinocchio call, each numba call
-   with the run's arguments, and the dispatch cost of no-op numba functions taking the same big tuple arguments),
+   with the run's arguments, and the dispatch cost of no-op numba functions taking the same arguments),
    via ``timeit``.
 
 The sphere drop is short (~10 ms for 2 s), so it is repeated ``DROP_REPEATS`` times inside views 1 and 2; view 1
@@ -63,6 +65,7 @@ import cenic_gym.cenic as cenic_mod  # noqa: E402
 import cenic_gym.contact as contact_mod  # noqa: E402
 import cenic_gym.solver as slv  # noqa: E402
 from cenic_gym import Simulator, scenes  # noqa: E402
+from cenic_gym.contact import compute_kinematics_and_inertia  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "profiles"
 EPS = 1e-3
@@ -83,14 +86,14 @@ LEAVES = [
     (pin, "integrate", "pin.integrate"),
     (cenic_mod, "prepare_kernel", "numba cenic.prepare_kernel"),
     (cenic_mod, "icf_full_and_half", "numba cenic.icf_full_and_half"),
-    (cenic_mod, "icf_step", "numba cenic.icf_step"),
+    (cenic_mod, "icf_step_at", "numba cenic.icf_step_at"),
     (cenic_mod, "max_abs_diff", "numba cenic.max_abs_diff"),
     (cenic_mod, "state_terms", "numba cenic.state_terms (coal path)"),
     (contact_mod.ContactQuery, "coal_fallback", "ContactQuery.coal_fallback"),
 ]
 # leaves that belong to one phase of IntegratorStats, for the per-attempt summary
 PIN_LEAVES = {"pin.computeJointJacobians", "pin.crba", "pin.nonLinearEffects", "pin.integrate"}
-NUMBA_LEAVES = {"numba cenic.prepare_kernel", "numba cenic.icf_full_and_half", "numba cenic.icf_step",
+NUMBA_LEAVES = {"numba cenic.prepare_kernel", "numba cenic.icf_full_and_half", "numba cenic.icf_step_at",
                 "numba cenic.max_abs_diff", "numba cenic.state_terms (coal path)"}
 
 
@@ -268,50 +271,61 @@ def _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
             _copy(limits), _copy(gains), _copy(couplers), float(tol), bool(reuse), blocks.copy())
 
 
+def kernel_arrays(it, state):
+    """The named arrays behind a solve kernel's arguments (:func:`cenic_gym.cenic.icf_step_at`,
+    :func:`~cenic_gym.cenic.icf_full_and_half` take them as two structrefs): (M, dscale, contact pool, limit pool,
+    coupler pool) of the integrator's cache whose :class:`~cenic_gym.cenic.StateArgs` is ``state``, as views."""
+    c = next((c for c in (it.start, it.mid) if state is c.args), None)
+    if c is None:
+        raise LookupError("the StateArgs of the call belongs to neither of the integrator's caches")
+    return c.M, c.dscale, c.contact_pool, c.limit_pool, c.coupler_pool
+
+
 def record_problems(factory, t_end, every):
-    """Run the scene once with the Python-level icf_step / icf_full_and_half wrapped; every ``every``-th convex
+    """Run the scene once with the Python-level icf_step_at / icf_full_and_half wrapped; every ``every``-th convex
     problem is copied out. Returns (problems, stats of the run)."""
     problems = []
     count = [0]
     # compile first: a kernel compiled while the module globals below are patched would see the Python wrappers
     run_case(factory, t_end, 1)
-    orig_step, orig_fh = cenic_mod.icf_step, cenic_mod.icf_full_and_half
+    orig_step, orig_fh = cenic_mod.icf_step_at, cenic_mod.icf_full_and_half
+    sim = Simulator(factory(), accuracy=EPS)
+    it = sim.integrator
 
     def take():
         count[0] += 1
         return count[0] % every == 0
 
-    def rec_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, blocks,
-                 stats, totals, integrate, plan, v, q_out, *friction):  # friction: friction_tol, fn_used
-        prob = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse,
-                        v, blocks) if take() else None
-        ok = orig_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L,
-                       blocks, stats, totals, integrate, plan, v, q_out, *friction)
+    def rec_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out):
+        M, dscale, contacts, limits, couplers = kernel_arrays(it, state)
+        prob = _problem(q, v0, M, bias, it.damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse,
+                        v, it._blocks) if take() else None
+        ok = orig_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out)
         if prob is not None:
-            problems.append((prob, stats.copy()))
+            problems.append((prob, it._solve_stats.copy()))
         return ok
 
-    def rec_fh(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers, tol,
-               reuse, L, blocks, stats, totals, integrate, plan, v_full, q_full, v_half, q_half, *friction):
-        full = _problem(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse,
-                        v0, blocks) if take() else None
+    def rec_fh(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, gains_half, v_full, q_full,
+               v_half, q_half):
+        M, dscale, contacts, limits, couplers = kernel_arrays(it, state)
+        full = _problem(q, v0, M, bias, it.damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol,
+                        reuse, v0, it._blocks) if take() else None
         want_half = take()
-        res = orig_fh(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers,
-                      tol, reuse, L, blocks, stats, totals, integrate, plan, v_full, q_full, v_half, q_half,
-                      *friction)
+        res = orig_fh(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, gains_half, v_full,
+                      q_full, v_half, q_half)
+        stats = it._solve_stats
         if full is not None:  # its counters were overwritten by the half step's (unless that did not run)
             problems.append((full, None if res[0] else stats.copy()))
         if want_half and res[0]:  # the call does not touch M, bias or the pools; the half step starts here
-            problems.append((_problem(q, v0, M, bias, damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half,
-                                      couplers, tol, reuse, 0.5 * (v0 + v_full), blocks), stats.copy()))
+            problems.append((_problem(q, v0, M, bias, it.damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half,
+                                      couplers, tol, reuse, 0.5 * (v0 + v_full), it._blocks), stats.copy()))
         return res
 
-    cenic_mod.icf_step, cenic_mod.icf_full_and_half = rec_step, rec_fh
+    cenic_mod.icf_step_at, cenic_mod.icf_full_and_half = rec_step, rec_fh
     try:
-        sim = Simulator(factory(), accuracy=EPS)
         sim.advance_to(t_end)
     finally:
-        cenic_mod.icf_step, cenic_mod.icf_full_and_half = orig_step, orig_fh
+        cenic_mod.icf_step_at, cenic_mod.icf_full_and_half = orig_step, orig_fh
     return problems, sim.stats
 
 
@@ -455,7 +469,7 @@ def solver_breakdown(name, factory, t_end, every, reps):
     model = tot["cgh"] + tot["chol"] + tot["csolve"] + tot["ls"]
     lines = [
         f"# inside solver.solve, {name} ε={EPS:g}: {tot['n']:.0f} of {st.solves} convex problems replayed (every "
-        f"{every}th Python-level icf_step / icf_full_and_half solve, rebuilt from their arguments), {reps} reps each; "
+        f"{every}th Python-level icf_step_at / icf_full_and_half solve, rebuilt from their arguments), {reps} reps each; "
         f"nv = {nv_seen[0] if nv_seen else '?'}, contacts per problem: median "
         f"{np.median(nc_seen) if nc_seen else 0:.0f}, max {max(nc_seen) if nc_seen else 0}; Newton iterations per "
         f"problem {tot['ni'] / n:.2f}, factorizations {tot['nf'] / n:.2f}, line-search iterations per Newton "
@@ -463,7 +477,7 @@ def solver_breakdown(name, factory, t_end, every, reps):
         f"reproduce them exactly (Newton, line search, factorizations, converged)",
         f"replayed slv.solve: {1e6 * tot['solve'] / n:.2f} us mean; in-run wall_solver per solve "
         f"{1e6 * st.wall_solver / st.solves:.2f} us (incl. A/r assembly and q integration in icf_step, the numba "
-        f"dispatch of icf_full_and_half / icf_step and the Python of _full_and_half / _icf / _gain_pool)",
+        f"dispatch of icf_full_and_half / icf_step_at and the Python of _full_and_half / _icf / the gain pools)",
         f"per call: cost+gradient+Hessian {1e6 * tot['t_cgh'] / n:.2f} us, Cholesky (slv.cholesky_within, with coupled_blocks) "
         f"{1e6 * tot['t_chol'] / n:.2f} us, two triangular solves {1e6 * tot['t_cs'] / n:.2f} us, line search "
         f"(incl. 2 constraint_velocities) {1e6 * tot['t_ls'] / max(tot['n_ls'], 1):.2f} us",
@@ -507,23 +521,20 @@ def micro_timings(n=20000):
         it._prepare(mid, q_half, v_half, z_half, t0 + 0.5 * dt, 0.5 * dt)
         q1, _, _, _ = it._icf(mid, 0.5 * dt, v_full)
         # arguments exactly as _prepare / _full_and_half / _icf build them
-        Jw = pin.computeJointJacobians(m, d, q0)
-        M_upper = pin.crba(m, d, q0)
-        prep_args = (q0, v0, Jw, M_upper, dt, it.vs, c.query.packed, it._static, c.out)
+        Jw, M_upper = compute_kinematics_and_inertia(m, d, q0)
+        prep_args = (q0, v0, Jw, M_upper, dt, it.vs, it._state_args(c))
         gains, _, _ = it._gain_pool(c, dt)
+        gains = cenic_mod.pool_args(gains)
         fh_out = tuple(np.empty(x) for x in (q0.shape[0], v0.shape[0], q0.shape[0], v0.shape[0]))
-        fh_args = (c.q, c.v, c.M, c.bias, it.damping, dt, it.vs, c.dscale, c.contact_pool, c.limit_pool, gains,
-                   gains, c.coupler_pool, it._tol, it.hessian_reuse, it._L, it._blocks, it._solve_stats, it._totals,
-                   it._numba_integrate, it._int_plan, fh_out[1], fh_out[0], fh_out[3], fh_out[2], it._friction_tol,
-                   it._fn_work.copy())
+        fh_args = (it._state_args(c), c.contacts.n, it._workspace(), c.q, c.v, c.bias, dt, it.vs, it._tol,
+                   it.hessian_reuse, it._numba_integrate, gains, gains, fh_out[1], fh_out[0], fh_out[3], fh_out[2])
         v_tmp, q_tmp = np.empty(v0.shape[0]), np.empty(q0.shape[0])
-        step_args = (mid.q, mid.v, mid.M, mid.bias, it.damping, 0.5 * dt, it.vs, mid.dscale, mid.contact_pool,
-                     mid.limit_pool, gains, mid.coupler_pool, it._tol, it.hessian_reuse, it._L, it._blocks,
-                     it._solve_stats, it._totals, it._numba_integrate, it._int_plan, v_tmp, q_tmp, it._friction_tol,
-                     mid.contact_pool.fn0.copy())
+        step_args = (it._state_args(mid), mid.contacts.n, it._workspace(), mid.q, mid.v, mid.bias, 0.5 * dt, it.vs,
+                     it._tol, it.hessian_reuse, it._numba_integrate, gains, v_tmp, q_tmp)
         for f, a in ((noop_args, fh_args), (noop_args, prep_args), (noop_args, step_args)):
             f(*a)
         noop_args(c.query.packed)
+        it._prepare(mid, q_half, v_half, z_half, t0 + 0.5 * dt, 0.5 * dt)  # the mid state again (step_call)
         noop0()
         attempts = []
         nka = len(c.query.packed)
@@ -550,25 +561,24 @@ def micro_timings(n=20000):
 
         def step_call():
             v_tmp[:] = v_full
-            return cenic_mod.icf_step(*step_args)
+            return cenic_mod.icf_step_at(*step_args)
 
         stmts = [
             ("whole step: restore x^n + CenicIntegrator.step (until accepted)", whole_step),
             ("same calls in sequence: _prepare x 2, _full_and_half, _icf, ...", sequence_with_start),
             ("  the same without the _prepare of x^n (a rejected attempt)", sequence),
             ("CenicIntegrator._prepare(cache, q, v, z, t, lookahead)", lambda: it._prepare(c, q0, v0, z0, t0, dt)),
-            ("  pin.computeJointJacobians(model, data, q)", lambda: pin.computeJointJacobians(m, d, q0)),
-            ("  pin.crba(model, data, q)", lambda: pin.crba(m, d, q0)),
+            ("  pin.crba(model, data, q, WORLD): kinematics, J and M", lambda: pin.crba(m, d, q0, pin.Convention.WORLD)),
             ("  pin.nonLinearEffects(model, data, q, v).copy()", lambda: pin.nonLinearEffects(m, d, q0, v0).copy()),
             ("  numba prepare_kernel(...) as in the run", lambda: cenic_mod.prepare_kernel(*prep_args)),
             (f"  numba no-op, same args (packed query: {nka} elements)", lambda: noop_args(*prep_args)),
             (f"  numba no-op, 1 arg: the packed query buffers ({nka} elements)", lambda: noop_args(c.query.packed)),
             ("CenicIntegrator._full_and_half(cache, dt)", lambda: it._full_and_half(c, dt)),
             ("  numba icf_full_and_half(...) as in the run", fh_call),
-            ("  numba no-op, same args (4 pool tuples)", lambda: noop_args(*fh_args)),
+            ("  numba no-op, same args (2 structrefs, 2 gain pools)", lambda: noop_args(*fh_args)),
             ("  CenicIntegrator._gain_pool(cache, dt)", lambda: it._gain_pool(c, dt)),
             ("CenicIntegrator._icf(cache, dt, v_guess)", lambda: it._icf(mid, 0.5 * dt, v_full)),
-            ("  numba icf_step(...) as in the run", step_call),
+            ("  numba icf_step_at(...) as in the run", step_call),
             ("  numba no-op, same args", lambda: noop_args(*step_args)),
             ("numba max_abs_diff(q1, q_full)", lambda: cenic_mod.max_abs_diff(q1, q_full)),
             ("adjust_step_size(...)", lambda: cenic_mod.adjust_step_size(dt, 1e-4, EPS, 1e-9, 0.1)),

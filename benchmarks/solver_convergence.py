@@ -7,7 +7,7 @@ Works on any code tree whose ``cenic_gym`` is on ``PYTHONPATH`` (to compare befo
 ``step_size_analysis.py``), ``gym.make(id, accuracy=ε)``, then for each of ``--seeds`` episodes s = 0, 1, …:
 ``reset(seed=s)`` and ``--steps`` env steps (an episode that ends early restarts with seed 1000 + k). The
 trajectories are chaotic (contacts), so a code change that alters any solve visits other states after a few env
-steps; several seeds average that out. The integrator's solve kernels (``cenic.icf_full_and_half``, ``cenic.icf_step``) are wrapped
+steps; several seeds average that out. The integrator's solve kernels (``cenic.icf_full_and_half``, ``cenic.icf_step_at``) are wrapped
 so that every failed solve (the step is rejected with error = ∞) is replayed from its inputs in Python and
 classified:
 
@@ -44,6 +44,7 @@ from cenic_gym import cenic  # noqa: E402
 from cenic_gym import solver as slv  # noqa: E402
 from cenic_gym.icf import ContactPool, CouplerPool, GainPool, LimitPool  # noqa: E402
 from env_throughput import RandomPolicy, load  # noqa: E402
+from profile_scenes import kernel_arrays  # noqa: E402
 from step_size_analysis import SCRIPTED_ALL  # noqa: E402
 
 DEFAULT_CASES = ["CenicAllegro-v0:random", "CenicAllegro-v0:scripted"]
@@ -87,35 +88,35 @@ def snapshot(pool):
 class Recorder:
     """Wraps the integrator's solve kernels; counts Newton iterations per call and the causes of failures."""
 
-    def __init__(self, keep=False):
+    def __init__(self, integrator, keep=False):
+        self.it = integrator
         self.newton_per_call = []
         self.causes = {"newton": 0, "bounds": 0}
         self.keep = keep  # record the problems of every solve whose friction bounds were iterated (or that failed)
         self.problems = []
         self._full_and_half = cenic.icf_full_and_half
-        self._step = cenic.icf_step
-        self._icf = cenic.CenicIntegrator._icf
+        self._step = cenic.icf_step_at
 
     def install(self):
-        rec = self
+        rec, it = self, self.it
 
-        def full_and_half(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half,
-                          couplers, tol, reuse, L, stats, totals, *rest):
+        def full_and_half(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, gains_half,
+                          v_full, q_full, v_half, q_half):
+            M, dscale, contacts, limits, couplers = kernel_arrays(it, state)
+            totals = it._totals
             before, t0 = snapshot(contacts), totals.copy()
-            v_full, friction_tol = rest[2], rest[6]
-            ok_full, ok_half = rec._full_and_half(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits,
-                                                  gains_full, gains_half, couplers, tol, reuse, L, stats, totals,
-                                                  *rest)
+            ok_full, ok_half = rec._full_and_half(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate,
+                                                  gains_full, gains_half, v_full, q_full, v_half, q_half)
             rec.newton_per_call.append(int(totals[1] - t0[1]))
             iterated = totals[5] > t0[5]
             if not (rec.keep and iterated) and ok_full and ok_half:
                 return ok_full, ok_half
-            full = make_problem(v0, M, bias, damping, dt, vs, dscale, before, limits, gains_full, couplers, tol,
-                                v0, friction_tol)
+            full = make_problem(v0, M, bias, it.damping, dt, vs, dscale, before, limits, gains_full, couplers, tol,
+                                v0, it._friction_tol)
             half = None
             if ok_full:
-                half = make_problem(v0, M, bias, damping, 0.5 * dt, vs, dscale, before, limits, gains_half, couplers,
-                                    tol, 0.5 * (v0 + v_full), friction_tol)
+                half = make_problem(v0, M, bias, it.damping, 0.5 * dt, vs, dscale, before, limits, gains_half,
+                                    couplers, tol, 0.5 * (v0 + v_full), it._friction_tol)
             if not ok_full:
                 rec.causes[replay_cause(full)] += 1
             elif not ok_half:
@@ -124,42 +125,34 @@ class Recorder:
                 rec.problems += [full] if half is None else [full, half]
             return ok_full, ok_half
 
-        def step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, stats,
-                 totals, integrate, plan, v, *rest):
+        def step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out):
+            M, dscale, contacts, limits, couplers = kernel_arrays(it, state)
+            totals = it._totals
             before, warm, t0 = snapshot(contacts), v.copy(), totals.copy()
-            ok = rec._step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L,
-                           stats, totals, integrate, plan, v, *rest)
+            ok = rec._step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out)
             rec.newton_per_call.append(int(totals[1] - t0[1]))
             if not ok or (rec.keep and totals[5] > t0[5]):
-                p = make_problem(v0, M, bias, damping, dt, vs, dscale, before, limits, gains, couplers, tol, warm,
-                                 rest[1])
+                p = make_problem(v0, M, bias, it.damping, dt, vs, dscale, before, limits, gains, couplers, tol, warm,
+                                 it._friction_tol)
                 if not ok:
                     rec.causes[replay_cause(p)] += 1
                 if rec.keep:
                     rec.problems.append(p)
             return ok
 
-        def icf(integrator, *args, **kwargs):  # icf_step is also called inside icf_full_and_half (numba): swap
-            cenic.icf_step = step              # the Python-level name only around the Python-level call
-            try:
-                return rec._icf(integrator, *args, **kwargs)
-            finally:
-                cenic.icf_step = rec._step
-
         cenic.icf_full_and_half = full_and_half
-        cenic.CenicIntegrator._icf = icf
+        cenic.icf_step_at = step
 
     def remove(self):
         cenic.icf_full_and_half = self._full_and_half
-        cenic.icf_step = self._step
-        cenic.CenicIntegrator._icf = self._icf
+        cenic.icf_step_at = self._step
 
 
 def run_case(env_id, policy, steps, accuracy, seeds=1, record=None):
     env = gym.make(env_id, accuracy=accuracy)
     it = env.unwrapped.sim.integrator
     pol = RandomPolicy(env, 0) if policy == "random" else load(SCRIPTED_ALL[env_id])(env)
-    rec = Recorder(keep=record is not None)
+    rec = Recorder(it, keep=record is not None)
     rec.install()
     s0 = it.stats.copy()
     restarts = 0

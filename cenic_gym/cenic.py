@@ -21,9 +21,12 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pinocchio as pin
 from numba import njit
+from numba.core import types
+from numba.experimental import structref
 
 from . import solver as slv
-from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics, query_contacts, unpack_query_args
+from .contact import (DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics_and_inertia, packed_contacts,
+                      unpack_query_args)
 from .icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_impulse, contact_lagged_params
 from .errors import AccuracyNotMetError, SimulationError, SolverFailure  # noqa: F401  (re-exported)
 from .external import ExternalSystems, GainLaw
@@ -94,18 +97,19 @@ def state_terms(M_upper, v, q, contacts, vs, static, out):
 
 
 @njit(cache=True)
-def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, packed, static, out):
+def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, state):
     """One numba call per state: the contact query (:func:`cenic_gym.contact._query_kernel`) and, unless some
-    pairs need coal (then the caller finishes those and calls :func:`state_terms`), the state terms.
-    Returns (number of contacts, number of pairs left to coal, smallest signed distance φ [m] (inf if none))."""
-    query_args = unpack_query_args(packed[0], packed[1], packed[2], packed[3])
-    n, n_fallback = _query_kernel(q, v, Jw, lookahead, query_args)
-    contacts = query_contacts(query_args, n)
+    pairs need coal (then the caller finishes those and calls :func:`state_terms`), the state terms, into the
+    buffers of ``state`` (:class:`StateArgs`). Returns (number of contacts, number of pairs left to coal, smallest
+    signed distance φ [m] (inf if none))."""
+    packed = state.packed
+    n, n_fallback = _query_kernel(q, v, Jw, lookahead, unpack_query_args(packed[0], packed[1], packed[2], packed[3]))
+    contacts = packed_contacts(packed, n)
     phi_min = math.inf
     for i in range(n):
         phi_min = min(phi_min, contacts[4][i])
     if n_fallback == 0:
-        state_terms(M_upper, v, q, contacts, vs, static, out)
+        state_terms(M_upper, v, q, contacts, vs, state.static, state.out)
     return n, n_fallback, phi_min
 
 
@@ -192,15 +196,98 @@ def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, c
     return ok
 
 
+# -- what the kernels keep between calls --------------------------------------------------------------------------
+# numba types and unboxes every array a Python call passes, one by one (~50–100 ns each, in tuples too). The arrays
+# that stay the same from call to call travel in two structrefs, each typed and unboxed at once (~0.5 µs): the
+# integrator's solve workspace and the buffers of each cached state (Go1: the full-and-half call's dispatch
+# 3.3 → 2.2 µs; benchmarks/RESULTS.md, "Engine speed: kernel arguments in two structrefs").
+
+
+class _FieldsType(types.StructRef):
+    """A structref type whose fields have the types of the values it is built from."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+@structref.register
+class SolveWorkspaceType(_FieldsType):
+    pass
+
+
+class SolveWorkspace(structref.StructRefProxy):
+    """The integrator's arrays every convex solve reads or writes, as one kernel argument (:func:`new_solve_workspace`):
+    damping (n_v,) [N s/m, N m s/rad] (A = M + δt D), L (n_v, n_v) the Hessian factor's workspace and blocks its
+    partition (:func:`cenic_gym.solver.factor_blocks`), stats (4,) one solve's counters and totals (6,) the
+    integration's (:func:`icf_step`), plan the joint integration plan (:func:`integrate_q`), friction_tol (rtol,
+    atol) of :func:`cenic_gym.solver.solve_coulomb`, fn_work (2, capacity) the friction bounds [N] of the full and
+    first half step. References to the integrator's arrays, not copies; not picklable (rebuilt after a copy)."""
+
+
+structref.define_proxy(SolveWorkspace, SolveWorkspaceType,
+                       ["damping", "L", "blocks", "stats", "totals", "plan", "friction_tol", "fn_work"])
+
+
 @njit(cache=True)
-def icf_full_and_half(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, gains_half, couplers,
-                      tol, reuse, L, blocks, stats, totals, integrate, plan, v_full, q_full, v_half, q_half,
-                      friction_tol, fn_work):
+def new_solve_workspace(damping, L, blocks, stats, totals, plan, friction_tol, fn_work):
+    """A :class:`SolveWorkspace` (built in a cached kernel: the proxy's own constructor compiles in every process)."""
+    return SolveWorkspace(damping, L, blocks, stats, totals, plan, friction_tol, fn_work)
+
+
+@structref.register
+class StateArgsType(_FieldsType):
+    pass
+
+
+class StateArgs(structref.StructRefProxy):
+    """The buffers of one cached state (:class:`StateCache`), as one kernel argument (:func:`new_state_args`):
+    packed = the contact query's buffers (:attr:`cenic_gym.contact.ContactQuery.packed`), static = the system's
+    limit and coupler indices, out = the state terms (:func:`state_terms`), limits and couplers = the state's
+    :class:`~cenic_gym.icf.LimitPool` and :class:`~cenic_gym.icf.CouplerPool` as tuples (:func:`pool_args`).
+    References to the cache's arrays, not copies; not picklable (rebuilt after a copy)."""
+
+
+structref.define_proxy(StateArgs, StateArgsType, ["packed", "static", "out", "limits", "couplers"])
+
+
+@njit(cache=True)
+def new_state_args(packed, static, out, limits, couplers):
+    """A :class:`StateArgs` (built in a cached kernel, as :func:`new_solve_workspace`)."""
+    return StateArgs(packed, static, out, limits, couplers)
+
+
+@njit(cache=True, inline="always")
+def state_contacts(state, n):
+    """The contact pool of a prepared state: its first n contacts with their lagged terms μ, f_n0, w."""
+    Jc, cols, ncols, normal, phi, k, d, _, _, _ = packed_contacts(state.packed, n)
+    out = state.out
+    return ContactPool(Jc, cols, ncols, normal, phi, k, d, out[2][:n], out[3][:n], out[4][:n], n)
+
+
+@njit(cache=True)
+def icf_step_at(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out):
+    """:func:`icf_step` from a prepared state (``state``: :class:`StateArgs` with n contacts, ``work``:
+    :class:`SolveWorkspace`); the friction bounds it used overwrite the state's f_n0, which no later solve from
+    this state reads (the integrator calls this for the second half step and for fixed steps). Returns True when
+    the solve converged."""
+    out = state.out
+    return icf_step(q, v0, out[0], bias, work.damping, dt, vs, out[1], state_contacts(state, n), state.limits, gains,
+                    state.couplers, tol, reuse, work.L, work.blocks, work.stats, work.totals, integrate, work.plan, v,
+                    q_out, work.friction_tol, out[3][:n])
+
+
+@njit(cache=True)
+def icf_full_and_half(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, gains_half, v_full,
+                      q_full, v_half, q_half):
     """The two solves of a step-doubling attempt that start from x^n (CENIC §V-A): the full step (warm start v^n)
-    and the first half step (warm start ½(v^n + v̂^{n+1})); fn_work[0], fn_work[1] receive their friction bounds.
-    Returns (full converged, half converged). Pools as in :func:`icf_step`."""
-    contacts, limits = ContactPool(*contacts), LimitPool(*limits)
-    gains_full, gains_half, couplers = GainPool(*gains_full), GainPool(*gains_half), CouplerPool(*couplers)
+    and the first half step (warm start ½(v^n + v̂^{n+1})), from a prepared state as :func:`icf_step_at`; the
+    workspace's fn_work[0], fn_work[1] receive their friction bounds. Returns (full converged, half converged)."""
+    out = state.out
+    M, dscale, contacts = out[0], out[1], state_contacts(state, n)
+    limits, couplers = LimitPool(*state.limits), CouplerPool(*state.couplers)
+    gains_full, gains_half = GainPool(*gains_full), GainPool(*gains_half)
+    damping, L, blocks, stats, totals = work.damping, work.L, work.blocks, work.stats, work.totals
+    plan, friction_tol, fn_work = work.plan, work.friction_tol, work.fn_work
     v_full[:] = v0
     if not icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse, L,
                     blocks, stats, totals, integrate, plan, v_full, q_full, friction_tol, fn_work[0]):
@@ -305,13 +392,15 @@ class StateCache:
     contact_args: tuple = None
     limit_args: tuple = None
     coupler_args: tuple = None
+    args: StateArgs = None  # the buffers above as one kernel argument (built at first use: _state_args)
     valid: bool = False
 
     def __getstate__(self):
-        """Copies forget the cached state (views of the query's buffers); the next step prepares it anew, with
-        bit-identical results since preparation is a function of (q, v, t) alone."""
+        """Copies forget the cached state (views of the query's buffers) and the kernel argument (references to
+        them); the next step prepares it anew, with bit-identical results since preparation is a function of
+        (q, v, t) alone."""
         state = self.__dict__.copy()
-        state.update(contacts=None, contact_pool=None, contact_args=None, valid=False)
+        state.update(contacts=None, contact_pool=None, contact_args=None, args=None, valid=False)
         return state
 
 
@@ -398,6 +487,7 @@ class CenicIntegrator:
         self._totals = np.zeros(6, dtype=np.int64)
         self._no_gain = GainPool(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
         self._integration_plan()
+        self._work = None  # SolveWorkspace of the arrays above (built at first use: _workspace)
         self._stats = IntegratorStats()
         self.q = system.q0.copy()
         self.v = system.v0.copy()
@@ -414,6 +504,7 @@ class CenicIntegrator:
         """A copy holds the last step's contact results and efforts as values (the live ones are views of
         workspaces that copies do not share)."""
         state = self.__dict__.copy()
+        state["_work"] = None  # references to this integrator's arrays: the copy builds its own
         if self.last_solution is not None:
             state["frozen_results"] = (self.contact_results(), self.applied_efforts())
             state["last_solution"] = None
@@ -434,6 +525,22 @@ class CenicIntegrator:
         cache.coupler_pool = CouplerPool(s.coupler_v0, s.coupler_v1, s.coupler_ratio, out[7], out[8])
         cache.limit_args, cache.coupler_args = pool_args(cache.limit_pool), pool_args(cache.coupler_pool)
         return cache
+
+    def _workspace(self):
+        """The :class:`SolveWorkspace` of this integrator's solve arrays (built once, and again after a copy)."""
+        work = self._work
+        if work is None:
+            work = self._work = new_solve_workspace(self.damping, self._L, self._blocks, self._solve_stats,
+                                                    self._totals, self._int_plan, self._friction_tol, self._fn_work)
+        return work
+
+    def _state_args(self, cache):
+        """The :class:`StateArgs` of a cache's buffers (built once per cache, and again after a copy)."""
+        args = cache.args
+        if args is None:
+            args = cache.args = new_state_args(cache.query.packed, self._static, cache.out, cache.limit_args,
+                                               cache.coupler_args)
+        return args
 
     def _integration_plan(self):
         """Per-joint integration kinds for :func:`integrate_q`; ``pin.integrate`` for any other joint type."""
@@ -458,7 +565,7 @@ class CenicIntegrator:
         """Counters so far (the solver counters live in a numba-side array and are copied in here)."""
         st = self._stats
         (st.solves, st.newton_iters, st.line_search_iters, st.factorizations, st.solver_failures,
-         st.friction_solves) = (int(x) for x in self._totals)
+         st.friction_solves) = self._totals.tolist()
         return st
 
     # ----------------------------------------------------------------------------------------------------------
@@ -471,8 +578,7 @@ class CenicIntegrator:
         """Geometry, dynamics and lagged terms at (q, v); speculative contacts for ``lookahead`` [s]."""
         m, d = self.model, self.data
         t0 = time.perf_counter()
-        Jw = compute_kinematics(m, d, q)
-        M_upper = pin.crba(m, d, q)
+        Jw, M_upper = compute_kinematics_and_inertia(m, d, q)
         bias = pin.nonLinearEffects(m, d, q, v).copy()
         if self.generalized_force is not None:
             bias -= np.asarray(self.generalized_force(t, q, v), dtype=float)
@@ -480,8 +586,7 @@ class CenicIntegrator:
         query = cache.query
         if self.system.general_joints:
             query.sync_joint_poses(d)
-        n, n_fallback, phi_min = prepare_kernel(q, v, Jw, M_upper, lookahead, self.vs, query.packed,
-                                                self._static, cache.out)
+        n, n_fallback, phi_min = prepare_kernel(q, v, Jw, M_upper, lookahead, self.vs, self._state_args(cache))
         if n_fallback:
             n = query.coal_fallback(n, Jw)
         cs = query.contact_set(n)
@@ -521,6 +626,16 @@ class CenicIntegrator:
         return self.external.linearize(cache.t, cache.z, cache.q, cache.v, dt,
                                        lambda v: self._integrate(cache.q, v, dt))
 
+    def _gain_pools_full_and_half(self, cache, dt):
+        """:meth:`_gain_pool` for the full step (dt) and the first half step (dt/2) from ``cache``: (gains of the
+        full step, gains of the half step, Z, b_z of the half step)."""
+        if self.external is None:
+            return self._no_gain, self._no_gain, None, None
+        q = cache.q
+        return self.external.linearize_full_and_half(cache.t, cache.z, q, cache.v, dt,
+                                                     lambda v: self._integrate(q, v, dt),
+                                                     lambda v: self._integrate(q, v, 0.5 * dt))
+
     def _z_next(self, Z, bz, v):
         if Z is None or not Z.shape[0]:  # no external state: z is the empty vector
             return self.z if Z is None else bz
@@ -534,11 +649,8 @@ class CenicIntegrator:
         q_next = np.empty(cache.q.shape[0])
         gains, Z, bz = self._gain_pool(cache, dt)
         self._last_gains = gains
-        ok = icf_step(cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
-                      cache.contact_args, cache.limit_args, pool_args(gains), cache.coupler_args,
-                      self._tol, self.hessian_reuse, self._L, self._blocks, self._solve_stats, self._totals,
-                      self._numba_integrate, self._int_plan, v, q_next, self._friction_tol,
-                      cache.contact_pool.fn0)
+        ok = icf_step_at(self._state_args(cache), cache.contacts.n, self._workspace(), cache.q, cache.v, cache.bias,
+                         dt, self.vs, self._tol, self.hessian_reuse, self._numba_integrate, pool_args(gains), v, q_next)
         if not ok:
             q_next = cache.q  # converged implies finite (the solver checks every norm)
         elif not self._numba_integrate:
@@ -551,14 +663,11 @@ class CenicIntegrator:
         t0 = time.perf_counter()
         nq, nv = cache.q.shape[0], cache.v.shape[0]
         q_full, v_full, q_half, v_half = np.empty(nq), np.empty(nv), np.empty(nq), np.empty(nv)
-        gains_full, _, _ = self._gain_pool(cache, dt)
-        gains_half, Z, bz = self._gain_pool(cache, 0.5 * dt)
+        gains_full, gains_half, Z, bz = self._gain_pools_full_and_half(cache, dt)
         ok_full, ok_half = icf_full_and_half(
-            cache.q, cache.v, cache.M, cache.bias, self.damping, dt, self.vs, cache.dscale,
-            cache.contact_args, cache.limit_args, pool_args(gains_full), pool_args(gains_half), cache.coupler_args,
-            self._tol, self.hessian_reuse, self._L, self._blocks, self._solve_stats, self._totals,
-            self._numba_integrate,
-            self._int_plan, v_full, q_full, v_half, q_half, self._friction_tol, self._fn_work)
+            self._state_args(cache), cache.contacts.n, self._workspace(), cache.q, cache.v, cache.bias, dt, self.vs,
+            self._tol, self.hessian_reuse, self._numba_integrate, pool_args(gains_full), pool_args(gains_half),
+            v_full, q_full, v_half, q_half)
         if not self._numba_integrate:
             if ok_full:
                 q_full = self._integrate(cache.q, v_full, dt)

@@ -332,6 +332,16 @@ class JointPD(JointController):
         finite = joint_pd_law(self.kp, self.kd, q_d, v_d, tau_ff, self.qidx, q, dt, c, b)
         return c, b, finite
 
+    def implicit_laws_full_and_half(self, t, q, dt):
+        """:meth:`implicit_law` for a step of size dt [s] (row 0 of C and d, (2, n)) and for dt/2 (row 1), both
+        from q at time t [s], in one numba call (:func:`joint_pd_laws_full_and_half`): the two solves of a
+        step-doubling attempt that start from x^n. Returns (C, d, finite)."""
+        n = self.dofs.shape[0]
+        c, b = np.empty((2, n)), np.empty((2, n))
+        finite = joint_pd_laws_full_and_half(self.kp, self.kd, self.setpoints(t + dt), self.setpoints(t + 0.5 * dt),
+                                             self.qidx, q, dt, c, b)
+        return c, b, finite
+
 
 @njit(cache=True)
 def joint_pd_law(kp, kd, q_d, v_d, tau_ff, qidx, q, dt, c, b):
@@ -347,6 +357,17 @@ def joint_pd_law(kp, kd, q_d, v_d, tau_ff, qidx, q, dt, c, b):
         if not (math.isfinite(c[i]) and math.isfinite(b[i])):
             finite = False
     return finite
+
+
+@njit(cache=True)
+def joint_pd_laws_full_and_half(kp, kd, setpoints_full, setpoints_half, qidx, q, dt, c, b):
+    """:func:`joint_pd_law` for a step of size dt [s] with set-points (q_d, v_d, τ_ff) ``setpoints_full`` into
+    c[0], b[0] and for dt/2 with ``setpoints_half`` into c[1], b[1] (the same operations: bit-identical to two
+    calls). Returns True when every entry is finite."""
+    q_d, v_d, tau_ff = setpoints_full
+    ok = joint_pd_law(kp, kd, q_d, v_d, tau_ff, qidx, q, dt, c[0], b[0])
+    q_d, v_d, tau_ff = setpoints_half
+    return joint_pd_law(kp, kd, q_d, v_d, tau_ff, qidx, q, 0.5 * dt, c[1], b[1]) and ok
 
 
 class JointPID(JointPD):
@@ -549,6 +570,22 @@ class ExternalSystems:
                 k += p.idx.shape[0]
             self.last_bounds = bounds
         return gains, Z, bz
+
+    def linearize_full_and_half(self, t, z, q, v, dt, qtilde_full, qtilde_half):
+        """:meth:`linearize` for the two solves of a step-doubling attempt that start from (t, z, q, v): the full
+        step of size dt [s] (``qtilde_full``) and the first half step (dt/2, ``qtilde_half``). Returns (gain pool of
+        the full step, gain pool of the half step, Z, b_z of the half step). A single plain JointPD takes one
+        numba call for both (:meth:`JointPD.implicit_laws_full_and_half`)."""
+        pd = self._joint_pd
+        if pd is not None and pd.implicit:
+            c, b, finite = pd.implicit_laws_full_and_half(t, q, dt)
+            if finite:  # else the general path names the system and the values
+                self.last_bounds = [(0, c.shape[1])]
+                return (GainPool(pd.dofs, c[0], b[0], pd.effort_limit), GainPool(pd.dofs, c[1], b[1], pd.effort_limit),
+                        self._Z0, self._bz0)
+        gains_full, _, _ = self.linearize(t, z, q, v, dt, qtilde_full)
+        gains_half, Z, bz = self.linearize(t, z, q, v, 0.5 * dt, qtilde_half)
+        return gains_full, gains_half, Z, bz
 
     def outputs(self, t, z, q, v):
         """Generalized force (nv,) of all systems at (z, q, v), effort limits applied (for analysis)."""

@@ -1,6 +1,7 @@
 """The gain pool of the external systems for one convex solve (external.ExternalSystems.linearize): the JointPD law
 in numba (joint_pd_law) against the numpy expressions of physics-notes §2.10, the lean single-JointPD path against
-the general one, and the ownership of the pool's arrays."""
+the general one, the pools of a step-doubling attempt's full and half step (linearize_full_and_half) against two
+linearizations, and the ownership of the pool's arrays."""
 import numpy as np
 import pytest
 
@@ -80,3 +81,38 @@ def test_gain_law_pool_keeps_its_values_when_the_user_reuses_buffers():
     ext.linearize(2.0, np.zeros(0), q, v, 0.25, lambda vv: vv)
     np.testing.assert_array_equal(first.c, [2.0, 2.0])
     np.testing.assert_array_equal(first.b, [1.0, 1.0])
+
+
+@pytest.mark.parametrize("lean", [True, False])
+@pytest.mark.parametrize("timed", [False, True])
+def test_full_and_half_pools_equal_two_linearizations(lean, timed):
+    """linearize_full_and_half (one numba call for a plain JointPD) gives the pools of linearize at dt and dt/2 bit
+    for bit, set-points evaluated at the end of each step (timed ones differ between the two)."""
+    sys = _panda()
+    rng = np.random.default_rng(7)
+    q_d = PiecewiseLinear([0.0, 1.0], [sys.q0[:7], sys.q0[:7] + 0.3]) if timed else sys.q0[:7] + 0.1
+    kw = dict(kp=rng.uniform(10, 100, 7), kd=rng.uniform(1, 10, 7), q_d=q_d, tau_ff=rng.normal(size=7))
+    ext = ExternalSystems([(JointPD if lean else _PDSubclass)(sys, np.arange(7), **kw)], sys.nv)
+    assert (ext._joint_pd is not None) == lean
+    q, v, t, dt = sys.q0 + 0.1 * rng.normal(size=sys.nq), rng.normal(size=sys.nv), 0.4, 0.02
+    full, half, Z, bz = ext.linearize_full_and_half(t, np.zeros(0), q, v, dt, lambda vv: q + dt * vv,
+                                                    lambda vv: q + 0.5 * dt * vv)
+    want_full, _, _ = ext.linearize(t, np.zeros(0), q, v, dt, lambda vv: q + dt * vv)
+    want_half, want_Z, want_bz = ext.linearize(t, np.zeros(0), q, v, 0.5 * dt, lambda vv: q + 0.5 * dt * vv)
+    for got, want in ((full, want_full), (half, want_half)):
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(full.c, half.c)
+    assert timed == (not np.array_equal(full.b, half.b))
+    assert Z.shape == want_Z.shape == (0, sys.nv) and bz.shape == want_bz.shape == (0,)
+    assert ext.last_bounds == [(0, 7)]
+
+
+def test_full_and_half_pools_with_a_non_finite_state_raise_naming_the_system():
+    sys = _panda()
+    ext = ExternalSystems([JointPD(sys, np.arange(7), kp=50.0, kd=5.0)], sys.nv)
+    q = sys.q0.copy()
+    q[3] = np.inf
+    with pytest.raises(FloatingPointError, match="JointPD"):
+        ext.linearize_full_and_half(0.0, np.zeros(0), q, np.zeros(sys.nv), 0.01, lambda vv: q + 0.01 * vv,
+                                    lambda vv: q + 0.005 * vv)

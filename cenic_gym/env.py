@@ -356,7 +356,7 @@ def _check_randomization(dr, ranges):
 def _check_finite(obs):
     parts = obs.values() if isinstance(obs, dict) else (obs,)
     for p in parts:
-        if not np.all(np.isfinite(p)):
+        if not np.isfinite(p).all():
             raise FloatingPointError(f"non-finite observation {p!r}")
 
 

@@ -432,25 +432,30 @@ class QuadrupedEnv(CenicEnv):
     def _update(self):
         c, sim = self.config, self.sim
         cr = sim.contact_results()
-        force, fn_foot, slip = np.zeros((4, 3)), [0.0] * 4, [0.0] * 4
+        force, fn_foot, slip = [0.0] * 12, [0.0] * 4, [0.0] * 4  # force: 4 feet x (x, y, z) [N], world frame
         base_contact = False
         threshold = c["contact_force"]
         is_world, foot_of, is_base = self._is_world_list, self._foot_of_list, self._is_base_list
-        # a handful of contacts: a plain loop beats numpy's per-call overhead
+        # a handful of contacts: plain floats beat numpy's per-call overhead (same operations, same bits)
+        forces, normals, slips, phis = cr.force.tolist(), cr.normal.tolist(), cr.slip_speed.tolist(), cr.phi.tolist()
         for i, (a, b) in enumerate(zip(cr.geom_a.tolist(), cr.geom_b.tolist())):
             if is_world[a] == is_world[b]:
                 continue  # robot self-contact (or world-world)
             other, sign = (b, 1.0) if is_world[a] else (a, -1.0)  # cr.force acts on B
             k = foot_of[other]
             if k >= 0:
-                f = cr.force[i]
-                force[k] += sign * f
-                fn = float(f @ cr.normal[i])
+                fx, fy, fz = forces[i]
+                nx, ny, nz = normals[i]
+                force[3 * k] += sign * fx
+                force[3 * k + 1] += sign * fy
+                force[3 * k + 2] += sign * fz
+                fn = fx * nx + fy * ny + fz * nz
                 fn_foot[k] += fn
                 if fn > threshold:
-                    slip[k] = max(slip[k], float(cr.slip_speed[i]))
-            elif is_base[other] and cr.phi[i] < 0.0:
+                    slip[k] = max(slip[k], slips[i])
+            elif is_base[other] and phis[i] < 0.0:
                 base_contact = True
+        force = np.array(force).reshape(4, 3)
         self.foot_force, self.foot_slip, self.base_contact = force, np.array(slip), base_contact
         fn_foot = np.array(fn_foot)
         contact = fn_foot > c["contact_force"]
@@ -465,28 +470,31 @@ class QuadrupedEnv(CenicEnv):
 
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _base(self):
-        """(q, v, R, v_world, ω): the state (read-only views), base rotation R (world ← base), base linear velocity
-        (world) and angular velocity (base frame). Computed once per state (the integrator replaces its q and v
-        arrays at every change, which is what ``Simulator`` keys its own kinematics cache on)."""
+        """(q, v, R, v_world, ω, v_base): the state (read-only views), base rotation R (world ← base), base linear
+        velocity in the world frame and in the base frame (Rᵀ v_world) [m/s], and angular velocity (base frame)
+        [rad/s]. Computed once per state (the integrator replaces its q and v arrays at every change, which is what
+        ``Simulator`` keys its own kinematics cache on)."""
         it = self.sim.integrator
         cache = self.__dict__.get("_base_cache")
         if cache is None or cache[0] is not it.q or cache[1] is not it.v:
             q, v = it.q, it.v
             vb = v[self.base_v]
-            cache = (q, v, quat_xyzw_to_matrix(q[self.base_q][3:7]), vb[:3].copy(), vb[3:].copy())
+            R = quat_xyzw_to_matrix(q[self.base_q][3:7])
+            v_world = vb[:3].copy()
+            cache = (q, v, R, v_world, vb[3:].copy(), R.T @ v_world)
             self._base_cache = cache
         return cache
 
     def _tracked_velocity(self):
-        _, _, R, v_world, omega = self._base()
-        v = R.T @ v_world
+        """(v_x, v_y, ω_z) of the base in its own frame [m/s, rad/s]: what the command asks for."""
+        _, _, _, _, omega, v = self._base()
         return np.array([v[0], v[1], omega[2]])
 
     def _observe(self):
         if self.pending_update:
             self._update()
-        q, v, R, v_world, omega = self._base()
-        obs = np.concatenate([R.T @ v_world, omega, -R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v],
+        q, v, R, _, omega, v_base = self._base()
+        obs = np.concatenate([v_base, omega, -R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v],
                               self.applied, self.command])
         if not self.config["privileged_obs"]:
             return obs
@@ -515,28 +523,29 @@ class QuadrupedEnv(CenicEnv):
 
     def _reward_terms(self, action, prev_action):
         c = self.config
-        _, _, R, v_world, omega = self._base()
-        v = R.T @ v_world
-        omega_world = R @ omega
+        _, _, R, v_world, omega, v = self._base()
+        wx, wy, _ = (R @ omega).tolist()  # world frame
+        (r20, r21, _), (vx, vy, _), (_, _, wz), vz = R[2].tolist(), v.tolist(), omega.tolist(), float(v_world[2])
         cmd = self.reward_command
+        cx, cy, cz = cmd.tolist()
         sigma = c["tracking_sigma"]
         tau = self.sim.applied_effort(self.pd)
         moving = float(cmd @ cmd > 1e-4)  # ‖c‖ > 0.01
-        ex, ey = float(cmd[0] - v[0]), float(cmd[1] - v[1])
+        ex, ey, ez = cx - vx, cy - vy, cz - wz
         terms = dict(
             tracking_lin_vel=math.exp(-(ex * ex + ey * ey) / sigma),
-            tracking_ang_vel=math.exp(-float((cmd[2] - omega[2]) ** 2) / sigma),
-            lin_vel_z=float(v_world[2] ** 2),
-            ang_vel_xy=float(omega_world[0] ** 2 + omega_world[1] ** 2),
-            orientation=float(R[2, 0] ** 2 + R[2, 1] ** 2),
+            tracking_ang_vel=math.exp(-(ez ** 2) / sigma),
+            lin_vel_z=vz ** 2,
+            ang_vel_xy=wx ** 2 + wy ** 2,
+            orientation=r20 ** 2 + r21 ** 2,
             torques=math.sqrt(float(tau @ tau)) + float(np.abs(tau).sum()),
             action_rate=float(((action - prev_action) ** 2).sum()),
             feet_air_time=moving * float(((self.touchdown_air - c["air_time_target"]) * self.first_contact).sum()),
             foot_slip=float((self.foot_slip ** 2).sum()),
             termination=float(self._fallen()),
         )
-        dt = self.control_period
-        return {k: c["reward_scales"][k] * v * dt for k, v in terms.items()}
+        dt, scales = self.control_period, c["reward_scales"]
+        return {k: scales[k] * v * dt for k, v in terms.items()}
 
     def evaluate(self):
         """Success and its parts (kept apart from the reward): tracking errors of the averaged base velocity."""

@@ -443,3 +443,32 @@ def test_panda_gravity_smoke():
     assert np.all(np.isfinite(q)) and np.all(np.isfinite(sim.v))
     lo, hi = s.model.lowerPositionLimit, s.model.upperPositionLimit
     assert np.all(q > lo - 0.05) and np.all(q < hi + 0.05)  # sagging, held by the joint limits
+
+
+@pytest.mark.parametrize("preset", ["panda", "allegro", "go1", "suction"])
+def test_one_pinocchio_pass_gives_the_jacobians_of_compute_kinematics(preset):
+    """compute_kinematics_and_inertia (pin.crba in the WORLD convention) leaves the same joint poses and world joint
+    Jacobians as computeJointJacobians, bit for bit, and an M(q) equal to the LOCAL convention's to round-off."""
+    from cenic_gym.contact import compute_kinematics, compute_kinematics_and_inertia
+    from cenic_gym.suction import add_suction_gripper, gripper_urdf_path
+
+    if preset == "suction":
+        b = SceneBuilder()
+        s = add_suction_gripper(b, urdf=gripper_urdf_path(2, 2, yaw=True), base="free").build()
+    else:
+        s = build(preset, ground=False, position=np.array([0.3, -0.2, 0.5]), rotation=np.array([0.1, -0.2, 0.7]))
+    m = s.model
+    d1, d2 = m.createData(), m.createData()
+    rng = np.random.default_rng(2)
+    iu = np.triu_indices(m.nv)
+    for _ in range(10):
+        q = pin.randomConfiguration(m, -np.ones(m.nq), np.ones(m.nq)) if preset != "go1" else \
+            s.q0 + 0.3 * rng.standard_normal(m.nq)
+        q = pin.normalize(m, q)
+        J1 = compute_kinematics(m, d1, q).copy()
+        M1 = pin.crba(m, d1, q).copy()
+        J2, M2 = compute_kinematics_and_inertia(m, d2, q)
+        assert J2.shape == (6, m.nv) and np.array_equal(J1, J2)
+        for j in range(1, m.njoints):
+            assert np.array_equal(d1.oMi[j].homogeneous, d2.oMi[j].homogeneous)
+        np.testing.assert_allclose(M2[iu], M1[iu], rtol=1e-13, atol=1e-13 * np.abs(M1).max())

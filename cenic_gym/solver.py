@@ -420,12 +420,15 @@ def cholesky_within(H, blocks, L, candidates):
 
 @njit(cache=True)
 def cholesky_solve_into(L, x, blocks, mask):
-    """x ← H⁻¹ x for H = L Lᵀ, in place (forward, then back substitution). With a block factor (``blocks``, ``mask``
-    of :func:`cholesky`) the sums visit only the nonzero blocks, in the order of the dense loops (the skipped terms
+    """x ← H⁻¹ x for H = L Lᵀ, in place: forward substitution by rows (x_i = (x_i − Σ_{k<i} L_ik x_k) / L_ii), then
+    back substitution by columns of Lᵀ (x_i /= L_ii, then x_k −= L_ik x_i for k < i: each x_k gets its terms in
+    descending i, and the updates of one i are independent, where a sum per row of Lᵀ would wait on each
+    subtraction and read L by columns; n_v = 18: 0.42 → 0.28 µs). With a block factor (``blocks``, ``mask`` of
+    :func:`cholesky`) the loops visit only the nonzero blocks, in the order of the dense loops (the skipped terms
     are exact zeros: the same x bit for bit); a dense factor is one block (``blocks`` = [0, n]:
     :func:`solve_partition`, ``mask`` = [[True]])."""
     nb = blocks.shape[0] - 1
-    if nb == 1:  # a dense factor: the same sums without the block bookkeeping
+    if nb == 1:  # a dense factor: the same operations without the block bookkeeping
         n = x.shape[0]
         for i in range(n):
             s = x[i]
@@ -433,10 +436,10 @@ def cholesky_solve_into(L, x, blocks, mask):
                 s -= L[i, k] * x[k]
             x[i] = s / L[i, i]
         for i in range(n - 1, -1, -1):
-            s = x[i]
-            for k in range(i + 1, n):
-                s -= L[k, i] * x[k]
-            x[i] = s / L[i, i]
+            xi = x[i] / L[i, i]
+            x[i] = xi
+            for k in range(i):
+                x[k] -= L[i, k] * xi
         return
     for bi in range(nb):
         for i in range(blocks[bi], blocks[bi + 1]):
@@ -450,14 +453,14 @@ def cholesky_solve_into(L, x, blocks, mask):
             x[i] = s / L[i, i]
     for bi in range(nb - 1, -1, -1):
         for i in range(blocks[bi + 1] - 1, blocks[bi] - 1, -1):
-            s = x[i]
-            for k in range(i + 1, blocks[bi + 1]):
-                s -= L[k, i] * x[k]
-            for bk in range(bi + 1, nb):
-                if mask[bk, bi]:
+            xi = x[i] / L[i, i]
+            x[i] = xi
+            for k in range(blocks[bi], i):
+                x[k] -= L[i, k] * xi
+            for bk in range(bi):
+                if mask[bi, bk]:
                     for k in range(blocks[bk], blocks[bk + 1]):
-                        s -= L[k, i] * x[k]
-            x[i] = s / L[i, i]
+                        x[k] -= L[i, k] * xi
 
 
 @njit(cache=True)
@@ -629,16 +632,16 @@ def _subtract_row(B, i, k, scale):
 @njit(cache=True)
 def _cholesky_solve_columns(L, B):
     """B ← H⁻¹ B in place for H = L Lᵀ, all columns at once: forward then back substitution by rows of B, so the
-    inner loops run along contiguous rows; each column's sums in the order of :func:`_cholesky_solve`."""
+    inner loops run along contiguous rows; each column's operations in the order of :func:`cholesky_solve_into`."""
     n = L.shape[0]
     for i in range(n):
         for k in range(i):
             _subtract_row(B, i, k, L[i, k])
         B[i] /= L[i, i]
     for i in range(n - 1, -1, -1):
-        for k in range(i + 1, n):
-            _subtract_row(B, i, k, L[k, i])
         B[i] /= L[i, i]
+        for k in range(i):
+            _subtract_row(B, k, i, L[i, k])
 
 
 @njit(cache=True)

@@ -15,10 +15,11 @@ For every Gymnasium id starting with ``Cenic`` (looped over the registry: new ta
 
 Per run: env steps/s (env steps / wall time of ``env.step``, the ``gym.make`` wrappers included, the policy
 excluded), real-time factor (simulated s / ``env.step`` wall s), attempts (accepted substeps + rejected) and rejected
-attempts per env step (``info["sim"]``), and the split of one env step's wall time: the simulator's cumulative
+attempts per env step (``info["sim"]``). One more run of the same episodes gives the split of one env step's wall
+time (the timed runs go without its timer): the simulator's cumulative
 ``sim.stats`` wall_geometry / wall_dynamics / wall_solver (split into the controllers' linearization, timed by
-wrapping ``ExternalSystems.linearize``, and the convex solve) and the rest of wall_total (step control, bookkeeping),
-over the run, and the env layer = ``env.step`` wall − ``info["sim"]["wall_s"]`` (the ``advance_to`` inside it:
+wrapping ``ExternalSystems.linearize`` and ``linearize_full_and_half``, and the convex solve) and the rest of
+wall_total (step control, bookkeeping), over the run, and the env layer = ``env.step`` wall − ``info["sim"]["wall_s"]`` (the ``advance_to`` inside it:
 action mapping, observation, reward terms, ``evaluate()``, wrappers). ``env overhead`` = ``env.step`` wall / Σ
 ``advance_to`` wall − 1: what the env layer costs on top of bare ``sim.advance_to``. Writes the
 ``env-throughput`` section of ``benchmarks/RESULTS.md`` (appended if absent; the rest is kept verbatim) and prints it.
@@ -121,10 +122,11 @@ class LinearizeTimer:
                 delattr(self.ext, name)
 
 
-def run(env, make_policy, steps, seed0=1000):
-    """``steps`` env steps; episodes restart (untimed) when they end. Returns the run's totals."""
+def run(env, make_policy, steps, seed0=1000, time_linearize=False):
+    """``steps`` env steps; episodes restart (untimed) when they end. Returns the run's totals. time_linearize: wrap
+    the controllers' linearization in a timer (:class:`LinearizeTimer`, its cost lands in the run's wall times)."""
     u = env.unwrapped
-    timer = LinearizeTimer(u.sim)
+    timer = LinearizeTimer(u.sim) if time_linearize else None
     policy = make_policy(env)
     episode = 0
     obs, _ = env.reset(seed=seed0)
@@ -150,8 +152,9 @@ def run(env, make_policy, steps, seed0=1000):
             obs, _ = env.reset(seed=seed0 + episode)
             policy.reset()
     out.update({k: getattr(u.sim.stats, k) - before[k] for k in PHASES})
-    out["wall_linearize"] = timer.wall
-    timer.remove()
+    if timer is not None:
+        out["wall_linearize"] = timer.wall
+        timer.remove()
     return out
 
 
@@ -182,7 +185,8 @@ def main():
                 reps = sorted((run(env, make_policy, args.steps) for _ in range(args.repeats)),
                               key=lambda x: x["step_wall"])
                 r = reps[len(reps) // 2]
-                r.update(env=env_id, mode=mode, policy=pname, reset=t_reset)
+                r.update(env=env_id, mode=mode, policy=pname, reset=t_reset,
+                         split=run(env, make_policy, args.steps, time_linearize=True))
                 rows.append(r)
                 print(f"{env_id} {mode} {pname}: {r['steps'] / r['step_wall']:.0f} env steps/s, "
                       f"RTF {r['sim_time'] / r['step_wall']:.1f}, "
@@ -198,19 +202,21 @@ def main():
                    "controller linearization | convex solve | other in sim | env layer | "
                    "env overhead over advance_to |",
                    "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
+    for row in rows:
+        r = row
         n = r["steps"]
         main_table.append(
             f"| {r['env']} | {r['mode']} | {r['policy']} | {n / r['step_wall']:.0f} | "
             f"{r['sim_time'] / r['step_wall']:.1f} | {r['reset'] * 1e3:.2f} | "
             f"{(r['substeps'] + r['rejected']) / n:.2f} | "
             f"{r['rejected'] / n:.2f} | {r['substeps'] / n:.2f} | {r['episodes']} | {r['failures']} |")
+        r = row["split"]  # the instrumented run of the same episodes
         w = r["step_wall"]
         other = r["wall_total"] - r["wall_geometry"] - r["wall_dynamics"] - r["wall_solver"]
         env_layer = w - r["sim_wall"]
         pct = lambda x: f"{1e6 * x / n:.0f} µs ({100 * x / w:.0f} %)"  # noqa: E731
         split_table.append(
-            f"| {r['env']} | {r['mode']} | {r['policy']} | {1e6 * w / n:.0f} | {1e6 * r['sim_wall'] / n:.0f} | "
+            f"| {row['env']} | {row['mode']} | {row['policy']} | {1e6 * w / n:.0f} | {1e6 * r['sim_wall'] / n:.0f} | "
             f"{pct(r['wall_geometry'])} | {pct(r['wall_dynamics'])} | {pct(r['wall_linearize'])} | "
             f"{pct(r['wall_solver'] - r['wall_linearize'])} | {pct(other)} | "
             f"{pct(env_layer)} | {100 * (w / r['sim_wall'] - 1):+.0f} % |")
@@ -241,7 +247,9 @@ def main():
         "",
         f"Targets (issues 11, 18: 20× real time per core at {TARGET_MODE}): " + "; ".join(target_lines) + ".",
         "",
-        "Where an env step's time goes (µs per env step and share of `env.step` wall): geometry / dynamics / "
+        "Where an env step's time goes (µs per env step and share of `env.step` wall), from one more run of the "
+        "same episodes with the linearization timer installed (the timed runs above go without it; its cost, "
+        "~1 µs per linearization, is in this table's times): geometry / dynamics / "
         "wall_solver / other are the deltas of the simulator's cumulative `sim.stats` (wall_geometry, wall_dynamics, "
         "wall_solver, wall_total − the three) over the run, and wall_solver is split into the controllers' "
         "linearization (the gain pool `ExternalSystems.linearize` builds for every convex solve: RNEA "

@@ -524,8 +524,9 @@ class QuadrupedEnv(CenicEnv):
     def _reward_terms(self, action, prev_action):
         c = self.config
         _, _, R, v_world, omega, v = self._base()
+        vx, vy, _ = v.tolist()  # base frame
         wx, wy, _ = (R @ omega).tolist()  # world frame
-        (r20, r21, _), (vx, vy, _), (_, _, wz), vz = R[2].tolist(), v.tolist(), omega.tolist(), float(v_world[2])
+        wz, vz, r20, r21 = float(omega[2]), float(v_world[2]), float(R[2, 0]), float(R[2, 1])
         cmd = self.reward_command
         cx, cy, cz = cmd.tolist()
         sigma = c["tracking_sigma"]

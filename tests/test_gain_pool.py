@@ -56,13 +56,17 @@ def test_single_joint_pd_pool_equals_the_general_path(timed):
         assert lean.last_bounds == general.last_bounds == [(0, 7)]
 
 
-def test_non_finite_state_in_the_lean_path_raises_naming_the_system():
+@pytest.mark.parametrize("pair", [False, True])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_state_in_the_lean_path_raises_naming_the_system(pair, bad):
+    """linearize and linearize_full_and_half alike."""
     sys = _panda()
     ext = ExternalSystems([JointPD(sys, np.arange(7), kp=50.0, kd=5.0)], sys.nv)
     q = sys.q0.copy()
-    q[2] = np.nan
+    q[2] = bad
+    args = (0.0, np.zeros(0), q, np.zeros(sys.nv), 0.01, lambda vv: q + 0.01 * vv)
     with pytest.raises(FloatingPointError, match="JointPD"):
-        ext.linearize(0.0, np.zeros(0), q, np.zeros(sys.nv), 0.01, lambda vv: q + 0.01 * vv)
+        ext.linearize_full_and_half(*args, lambda vv: q + 0.005 * vv) if pair else ext.linearize(*args)
 
 
 def test_gain_law_pool_keeps_its_values_when_the_user_reuses_buffers():
@@ -107,12 +111,3 @@ def test_full_and_half_pools_equal_two_linearizations(lean, timed):
     assert Z.shape == want_Z.shape == (0, sys.nv) and bz.shape == want_bz.shape == (0,)
     assert ext.last_bounds == [(0, 7)]
 
-
-def test_full_and_half_pools_with_a_non_finite_state_raise_naming_the_system():
-    sys = _panda()
-    ext = ExternalSystems([JointPD(sys, np.arange(7), kp=50.0, kd=5.0)], sys.nv)
-    q = sys.q0.copy()
-    q[3] = np.inf
-    with pytest.raises(FloatingPointError, match="JointPD"):
-        ext.linearize_full_and_half(0.0, np.zeros(0), q, np.zeros(sys.nv), 0.01, lambda vv: q + 0.01 * vv,
-                                    lambda vv: q + 0.005 * vv)

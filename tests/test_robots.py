@@ -257,6 +257,15 @@ def test_geometry_poses_match_pinocchio(preset):
             np.testing.assert_allclose(g.shape.vertices.max(0), go.geometry.aabb_local.max_, atol=1e-12)
 
 
+def _preset_system(preset):
+    """A robot preset on a free, tilted base (the suction gripper: its own free-base scene)."""
+    from cenic_gym.suction import add_suction_gripper, gripper_urdf_path
+
+    if preset == "suction":
+        return add_suction_gripper(SceneBuilder(), urdf=gripper_urdf_path(2, 2, yaw=True), base="free").build()
+    return build(preset, ground=False, position=np.array([0.3, -0.2, 0.5]), rotation=np.array([0.1, -0.2, 0.7]))
+
+
 @pytest.mark.parametrize("preset", ["panda", "allegro", "go1", "suction"])
 def test_one_dof_joint_poses_in_numba_equal_pinocchio(preset):
     """joint_poses_from_q computes the revolute (x, y, z, unaligned) and prismatic (y, z, unaligned) joints of the
@@ -266,13 +275,8 @@ def test_one_dof_joint_poses_in_numba_equal_pinocchio(preset):
     from cenic_gym.contact import ContactQuery, unpack_query_args
     from cenic_gym.kinematics import joint_poses_from_q
     from cenic_gym.model import JOINT_REVOLUTE_X
-    from cenic_gym.suction import add_suction_gripper, gripper_urdf_path
 
-    if preset == "suction":
-        b = SceneBuilder()
-        s = add_suction_gripper(b, urdf=gripper_urdf_path(2, 2, yaw=True), base="free").build()
-    else:
-        s = build(preset, ground=False, position=np.array([0.3, -0.2, 0.5]), rotation=np.array([0.1, -0.2, 0.7]))
+    s = _preset_system(preset)
     m = s.model
     kinds = {m.joints[j].shortname() for j in range(1, m.njoints) if s.joint_kind[j] >= JOINT_REVOLUTE_X}
     assert not s.general_joints, [m.joints[j].shortname() for j in s.general_joints]
@@ -450,13 +454,8 @@ def test_one_pinocchio_pass_gives_the_jacobians_of_compute_kinematics(preset):
     """compute_kinematics_and_inertia (pin.crba in the WORLD convention) leaves the same joint poses and world joint
     Jacobians as computeJointJacobians, bit for bit, and an M(q) equal to the LOCAL convention's to round-off."""
     from cenic_gym.contact import compute_kinematics, compute_kinematics_and_inertia
-    from cenic_gym.suction import add_suction_gripper, gripper_urdf_path
 
-    if preset == "suction":
-        b = SceneBuilder()
-        s = add_suction_gripper(b, urdf=gripper_urdf_path(2, 2, yaw=True), base="free").build()
-    else:
-        s = build(preset, ground=False, position=np.array([0.3, -0.2, 0.5]), rotation=np.array([0.1, -0.2, 0.7]))
+    s = _preset_system(preset)
     m = s.model
     d1, d2 = m.createData(), m.createData()
     rng = np.random.default_rng(2)

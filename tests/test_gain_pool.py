@@ -110,4 +110,3 @@ def test_full_and_half_pools_equal_two_linearizations(lean, timed):
     assert timed == (not np.array_equal(full.b, half.b))
     assert Z.shape == want_Z.shape == (0, sys.nv) and bz.shape == want_bz.shape == (0,)
     assert ext.last_bounds == [(0, 7)]
-

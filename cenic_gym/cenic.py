@@ -271,9 +271,11 @@ def icf_step_at(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gain
     this state reads (the integrator calls this for the second half step and for fixed steps). Returns True when
     the solve converged."""
     out = state.out
-    return icf_step(q, v0, out[0], bias, work.damping, dt, vs, out[1], state_contacts(state, n), state.limits, gains,
-                    state.couplers, tol, reuse, work.L, work.blocks, work.stats, work.totals, integrate, work.plan, v,
-                    q_out, work.friction_tol, out[3][:n])
+    # the pools named as icf_full_and_half names them: icf_step then has one signature (compiled once, not twice)
+    limits, couplers, gains = LimitPool(*state.limits), CouplerPool(*state.couplers), GainPool(*gains)
+    return icf_step(q, v0, out[0], bias, work.damping, dt, vs, out[1], state_contacts(state, n), limits, gains,
+                    couplers, tol, reuse, work.L, work.blocks, work.stats, work.totals, integrate, work.plan, v, q_out,
+                    work.friction_tol, out[3][:n])
 
 
 @njit(cache=True)

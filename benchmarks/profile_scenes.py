@@ -491,18 +491,22 @@ def solver_breakdown(name, factory, t_end, every, reps):
 
 
 # -- 4. micro-timings of the per-step Python path -------------------------------------------------------------------
+def _noop(arity):
+    """A numba no-op of ``arity`` positional arguments: the dispatch cost of a call with them. (Not ``*args``: numba
+    types a star-args call through Python when an argument has no type fingerprint, e.g. a structref, which costs
+    ~100 µs per call and measures nothing the integrator does.)"""
+    from numba import njit
+
+    names = ", ".join(f"a{i}" for i in range(arity))
+    namespace = {}
+    exec(f"def noop({names}):\n    return 0", namespace)
+    return njit(namespace["noop"])
+
+
 def micro_timings(n=20000):
     import timeit
 
-    from numba import njit
-
-    @njit
-    def noop_args(*args):  # dispatch cost of a call with these arguments
-        return 0
-
-    @njit
-    def noop0():
-        return 0
+    noop0 = _noop(0)
 
     factory = CASES[1][1]
     out = ["# micro-timings of the per-step path, sphere drop (nv = 6), timeit means"]
@@ -531,9 +535,11 @@ def micro_timings(n=20000):
         v_tmp, q_tmp = np.empty(v0.shape[0]), np.empty(q0.shape[0])
         step_args = (it._state_args(mid), mid.contacts.n, it._workspace(), mid.q, mid.v, mid.bias, 0.5 * dt, it.vs,
                      it._tol, it.hessian_reuse, it._numba_integrate, gains, v_tmp, q_tmp)
-        for f, a in ((noop_args, fh_args), (noop_args, prep_args), (noop_args, step_args)):
+        noop_prep, noop_fh, noop_step, noop1 = _noop(len(prep_args)), _noop(len(fh_args)), _noop(len(step_args)), \
+            _noop(1)
+        for f, a in ((noop_fh, fh_args), (noop_prep, prep_args), (noop_step, step_args)):
             f(*a)
-        noop_args(c.query.packed)
+        noop1(c.query.packed)
         it._prepare(mid, q_half, v_half, z_half, t0 + 0.5 * dt, 0.5 * dt)  # the mid state again (step_call)
         noop0()
         attempts = []
@@ -571,15 +577,15 @@ def micro_timings(n=20000):
             ("  pin.crba(model, data, q, WORLD): kinematics, J and M", lambda: pin.crba(m, d, q0, pin.Convention.WORLD)),
             ("  pin.nonLinearEffects(model, data, q, v).copy()", lambda: pin.nonLinearEffects(m, d, q0, v0).copy()),
             ("  numba prepare_kernel(...) as in the run", lambda: cenic_mod.prepare_kernel(*prep_args)),
-            (f"  numba no-op, same args (packed query: {nka} elements)", lambda: noop_args(*prep_args)),
-            (f"  numba no-op, 1 arg: the packed query buffers ({nka} elements)", lambda: noop_args(c.query.packed)),
+            ("  numba no-op, same args (4 arrays, 2 floats, a structref)", lambda: noop_prep(*prep_args)),
+            (f"  numba no-op, 1 arg: the packed query buffers ({nka} elements)", lambda: noop1(c.query.packed)),
             ("CenicIntegrator._full_and_half(cache, dt)", lambda: it._full_and_half(c, dt)),
             ("  numba icf_full_and_half(...) as in the run", fh_call),
-            ("  numba no-op, same args (2 structrefs, 2 gain pools)", lambda: noop_args(*fh_args)),
+            ("  numba no-op, same args (2 structrefs, 2 gain pools)", lambda: noop_fh(*fh_args)),
             ("  CenicIntegrator._gain_pool(cache, dt)", lambda: it._gain_pool(c, dt)),
             ("CenicIntegrator._icf(cache, dt, v_guess)", lambda: it._icf(mid, 0.5 * dt, v_full)),
             ("  numba icf_step_at(...) as in the run", step_call),
-            ("  numba no-op, same args", lambda: noop_args(*step_args)),
+            ("  numba no-op, same args", lambda: noop_step(*step_args)),
             ("numba max_abs_diff(q1, q_full)", lambda: cenic_mod.max_abs_diff(q1, q_full)),
             ("adjust_step_size(...)", lambda: cenic_mod.adjust_step_size(dt, 1e-4, EPS, 1e-9, 0.1)),
             ("numba no-op, 0 args", noop0),

@@ -243,7 +243,8 @@ class StateArgs(structref.StructRefProxy):
     """The buffers of one cached state (:class:`StateCache`), as one kernel argument (:func:`new_state_args`):
     packed = the contact query's buffers (:attr:`cenic_gym.contact.ContactQuery.packed`), static = the system's
     limit and coupler indices, out = the state terms (:func:`state_terms`), limits and couplers = the state's
-    :class:`~cenic_gym.icf.LimitPool` and :class:`~cenic_gym.icf.CouplerPool` as tuples (:func:`pool_args`).
+    :class:`~cenic_gym.icf.LimitPool` and :class:`~cenic_gym.icf.CouplerPool` (named: a structref's fields are
+    typed once, when it is built, not at every call as a namedtuple argument would be).
     References to the cache's arrays, not copies; not picklable (rebuilt after a copy)."""
 
 
@@ -271,11 +272,10 @@ def icf_step_at(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gain
     this state reads (the integrator calls this for the second half step and for fixed steps). Returns True when
     the solve converged."""
     out = state.out
-    # the pools named as icf_full_and_half names them: icf_step then has one signature (compiled once, not twice)
-    limits, couplers, gains = LimitPool(*state.limits), CouplerPool(*state.couplers), GainPool(*gains)
-    return icf_step(q, v0, out[0], bias, work.damping, dt, vs, out[1], state_contacts(state, n), limits, gains,
-                    couplers, tol, reuse, work.L, work.blocks, work.stats, work.totals, integrate, work.plan, v, q_out,
-                    work.friction_tol, out[3][:n])
+    # the gain pool named as icf_full_and_half names it: icf_step then has one signature (compiled once, not twice)
+    return icf_step(q, v0, out[0], bias, work.damping, dt, vs, out[1], state_contacts(state, n), state.limits,
+                    GainPool(*gains), state.couplers, tol, reuse, work.L, work.blocks, work.stats, work.totals,
+                    integrate, work.plan, v, q_out, work.friction_tol, out[3][:n])
 
 
 @njit(cache=True)
@@ -286,7 +286,7 @@ def icf_full_and_half(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate
     workspace's fn_work[0], fn_work[1] receive their friction bounds. Returns (full converged, half converged)."""
     out = state.out
     M, dscale, contacts = out[0], out[1], state_contacts(state, n)
-    limits, couplers = LimitPool(*state.limits), CouplerPool(*state.couplers)
+    limits, couplers = state.limits, state.couplers
     gains_full, gains_half = GainPool(*gains_full), GainPool(*gains_half)
     damping, L, blocks, stats, totals = work.damping, work.L, work.blocks, work.stats, work.totals
     plan, friction_tol, fn_work = work.plan, work.friction_tol, work.fn_work
@@ -391,9 +391,7 @@ class StateCache:
     limit_pool: LimitPool = None
     coupler_pool: CouplerPool = None
     # the three pools as the plain tuples the kernels take (pool_args), kept with them: built once per pool
-    contact_args: tuple = None
-    limit_args: tuple = None
-    coupler_args: tuple = None
+    contact_args: tuple = None  # the contact pool as the plain tuple contact_forces takes (pool_args)
     args: StateArgs = None  # the buffers above as one kernel argument (built at first use: _state_args)
     valid: bool = False
 
@@ -525,7 +523,6 @@ class CenicIntegrator:
         cache.M, cache.dscale = out[0], out[1]
         cache.limit_pool = LimitPool(s.limit_v, out[5], s.limit_lower, s.limit_upper, out[6])
         cache.coupler_pool = CouplerPool(s.coupler_v0, s.coupler_v1, s.coupler_ratio, out[7], out[8])
-        cache.limit_args, cache.coupler_args = pool_args(cache.limit_pool), pool_args(cache.coupler_pool)
         return cache
 
     def _workspace(self):
@@ -540,8 +537,8 @@ class CenicIntegrator:
         """The :class:`StateArgs` of a cache's buffers (built once per cache, and again after a copy)."""
         args = cache.args
         if args is None:
-            args = cache.args = new_state_args(cache.query.packed, self._static, cache.out, cache.limit_args,
-                                               cache.coupler_args)
+            args = cache.args = new_state_args(cache.query.packed, self._static, cache.out, cache.limit_pool,
+                                               cache.coupler_pool)
         return args
 
     def _integration_plan(self):

@@ -349,10 +349,8 @@ def _query_kernel(q, v, Jw, lookahead, args):
 
 
 def compute_kinematics(model, data, q):
-    """Forward kinematics and the world joint Jacobians at q (one Pinocchio call); returns data.J (6, nv).
-    (eigenpy returns a 6 x 1 matrix as a 1-d array: keep it 2-d for single-DOF systems.)"""
-    J = pin.computeJointJacobians(model, data, q)
-    return J if J.ndim == 2 else J.reshape(6, -1)
+    """Forward kinematics and the world joint Jacobians at q (one Pinocchio call); returns data.J (6, nv)."""
+    return _world_jacobians(pin.computeJointJacobians(model, data, q))
 
 
 def compute_kinematics_and_inertia(model, data, q):
@@ -361,5 +359,9 @@ def compute_kinematics_and_inertia(model, data, q):
     to M. Returns (J (6, nv), M (nv, nv), upper triangle only). The LOCAL convention's M differs from this one in
     round-off (~1e-16 relative); two passes cost 3.2 µs on Go1 where this one costs 2.5."""
     M_upper = pin.crba(model, data, q, pin.Convention.WORLD)
-    J = data.J
-    return (J if J.ndim == 2 else J.reshape(6, -1)), M_upper
+    return _world_jacobians(data.J), M_upper
+
+
+def _world_jacobians(J):
+    """Pinocchio's data.J as (6, nv): eigenpy returns a 6 x 1 matrix as a 1-d array (single-DOF systems)."""
+    return J if J.ndim == 2 else J.reshape(6, -1)

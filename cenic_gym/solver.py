@@ -423,24 +423,11 @@ def cholesky_solve_into(L, x, blocks, mask):
     """x ← H⁻¹ x for H = L Lᵀ, in place: forward substitution by rows (x_i = (x_i − Σ_{k<i} L_ik x_k) / L_ii), then
     back substitution by columns of Lᵀ (x_i /= L_ii, then x_k −= L_ik x_i for k < i: each x_k gets its terms in
     descending i, and the updates of one i are independent, where a sum per row of Lᵀ would wait on each
-    subtraction and read L by columns; n_v = 18: 0.42 → 0.28 µs). With a block factor (``blocks``, ``mask`` of
+    subtraction and read L by columns). With a block factor (``blocks``, ``mask`` of
     :func:`cholesky`) the loops visit only the nonzero blocks, in the order of the dense loops (the skipped terms
     are exact zeros: the same x bit for bit); a dense factor is one block (``blocks`` = [0, n]:
     :func:`solve_partition`, ``mask`` = [[True]])."""
     nb = blocks.shape[0] - 1
-    if nb == 1:  # a dense factor: the same operations without the block bookkeeping
-        n = x.shape[0]
-        for i in range(n):
-            s = x[i]
-            for k in range(i):
-                s -= L[i, k] * x[k]
-            x[i] = s / L[i, i]
-        for i in range(n - 1, -1, -1):
-            xi = x[i] / L[i, i]
-            x[i] = xi
-            for k in range(i):
-                x[k] -= L[i, k] * xi
-        return
     for bi in range(nb):
         for i in range(blocks[bi], blocks[bi + 1]):
             s = x[i]

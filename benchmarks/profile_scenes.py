@@ -2,8 +2,11 @@
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/profile_scenes.py
 
-Per attempted step, :class:`cenic_gym.cenic.CenicIntegrator` makes these calls from Python (everything else runs
-inside them):
+These two scenes are free bodies, which the integrator steps in one compiled call per ``advance_to`` by default
+(``cenic.advance_free_bodies``: closed-form dynamics, no Python per step; timed per attempted step in the summary
+next to the Python loop). The views below profile the Python step loop, the one every articulated system runs (the
+envs), on these scenes. Per attempted step, :meth:`cenic_gym.cenic.CenicIntegrator.step` makes these calls from
+Python (everything else runs inside them):
 
 - ``_prepare`` (once for x^n when it is new, once for the midpoint state): ``pin.crba`` (WORLD convention:
   kinematics, joint Jacobians and M), ``pin.nonLinearEffects`` and one numba call ``prepare_kernel`` (contact query +
@@ -97,18 +100,28 @@ NUMBA_LEAVES = {"numba cenic.prepare_kernel", "numba cenic.icf_full_and_half", "
                 "numba cenic.max_abs_diff", "numba cenic.state_terms (coal path)"}
 
 
+def python_loop_sim(factory):
+    """A simulator of the scene on the Python step loop (``CenicIntegrator.step``), the loop profiled here: these
+    scenes are free bodies, which run the compiled loop (``cenic.advance_free_bodies``) by default; the Python loop
+    is the one every articulated system (the envs) runs."""
+    sim = Simulator(factory(), accuracy=EPS)
+    sim.integrator._compiled_loop = False
+    return sim
+
+
 def warm_up():
     """Load / compile every numba specialization before any leaf is patched (a patched global would break a
     compilation that happens while it is patched)."""
     for _, factory, _, _ in CASES:
+        python_loop_sim(factory).advance_to(0.6)
         Simulator(factory(), accuracy=EPS).advance_to(0.6)
 
 
-def run_case(factory, t_end, repeats):
-    """Returns summed IntegratorStats counters and wall times over the repeats."""
+def run_case(factory, t_end, repeats, compiled=False):
+    """Returns summed IntegratorStats counters and wall times over the repeats (Python loop unless ``compiled``)."""
     tot = defaultdict(float)
     for _ in range(repeats):
-        sim = Simulator(factory(), accuracy=EPS)
+        sim = Simulator(factory(), accuracy=EPS) if compiled else python_loop_sim(factory)
         sim.advance_to(t_end)
         st = sim.stats
         for k in ("wall_total", "wall_geometry", "wall_dynamics", "wall_solver", "accepted", "rejected", "solves",
@@ -289,7 +302,7 @@ def record_problems(factory, t_end, every):
     # compile first: a kernel compiled while the module globals below are patched would see the Python wrappers
     run_case(factory, t_end, 1)
     orig_step, orig_fh = cenic_mod.icf_step_at, cenic_mod.icf_full_and_half
-    sim = Simulator(factory(), accuracy=EPS)
+    sim = python_loop_sim(factory)
     it = sim.integrator
 
     def take():
@@ -511,7 +524,7 @@ def micro_timings(n=20000):
     factory = CASES[1][1]
     out = ["# micro-timings of the per-step path, sphere drop (nv = 6), timeit means"]
     for label, t_state in (("in flight", 0.2), ("in contact", 0.46)):
-        sim = Simulator(factory(), accuracy=EPS)
+        sim = python_loop_sim(factory)
         sim.advance_to(t_state)
         it = sim.integrator
         m, d = it.model, it.data
@@ -616,6 +629,21 @@ def micro_timings(n=20000):
     return "\n".join(out)
 
 
+def compiled_loop_timing(name, factory, t_end, repeats, trials=TRIALS):
+    """The same runs on the compiled step loop (the default for these scenes): µs per attempted step, best of
+    ``trials``, next to the Python loop's (leaf_timing)."""
+    best = min((run_case(factory, t_end, repeats, compiled=True) for _ in range(trials)),
+               key=lambda tot: tot["wall_total"])
+    py = min((run_case(factory, t_end, repeats) for _ in range(trials)), key=lambda tot: tot["wall_total"])
+
+    def per_attempt(tot):
+        return 1e6 * tot["wall_total"] / max(tot["accepted"] + tot["rejected"], 1)
+
+    return (f"## {name}: compiled step loop (cenic.advance_free_bodies), ε={EPS:g}, {t_end:g} s x {repeats}, best of "
+            f"{trials}\n{per_attempt(best):.1f} µs per attempted step ({best['accepted']:.0f} accepted, "
+            f"{best['rejected']:.0f} rejected); Python loop {per_attempt(py):.1f} µs (× {per_attempt(py) / per_attempt(best):.2f})")
+
+
 def header():
     return (f"# profile_scenes.py, git {git_rev()}, "
             f"{time.strftime('%Y-%m-%d %H:%M %Z')}, 1-minute load average {os.getloadavg()[0]:.2f} at start, "
@@ -633,6 +661,9 @@ def main():
         run_case(factory, t_end, 1)  # settle caches for this scene
         text, _ = leaf_timing(name, factory, t_end, reps)
         summary.append(text)
+        text = compiled_loop_timing(name, factory, t_end, reps)
+        summary.append(text)
+        print(text, "\n", flush=True)
         print(text, "\n", flush=True)
         texts, tot = cprofile(name, factory, t_end, reps)
         for key, s in texts.items():

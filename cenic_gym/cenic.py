@@ -30,6 +30,7 @@ from .contact import (DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinem
 from .icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_impulse, contact_lagged_params
 from .errors import AccuracyNotMetError, SimulationError, SolverFailure  # noqa: F401  (re-exported)
 from .external import ExternalSystems, GainLaw
+from .free_bodies import free_body_dynamics, free_body_joints, free_body_parameters
 from .model import is_free_body_joint
 
 # Step-size controller constants (CENIC §V-F)
@@ -44,6 +45,7 @@ NEWTON_KAPPA = 1.0e-3  # ε_tol = max(κ ε_acc, 1e-8)  (CENIC eq. 34)
 K_PERIOD_FLOOR = 0.5  # the period-start predictor shortens a period's first step by at most 2× (period_start_step)
 
 
+@njit(cache=True)
 def period_start_step(dt, period_dt):
     """Period-start predictor: the first step size [s] of a control period whose inputs (controller set-points)
     just changed, from the nominal next step ``dt`` [s] and ``period_dt`` [s], the step size the controller
@@ -331,6 +333,7 @@ class IntegratorStats:
     wall_geometry: float = 0.0  # contact query + lagged contact/limit/coupler terms (numba)
     wall_dynamics: float = 0.0  # Pinocchio: kinematics, joint Jacobians, M(q), k(q, v); explicit forces
     wall_solver: float = 0.0
+    wall_compiled: float = 0.0  # compiled step loop of free-body systems (advance_free_bodies): all phases, not split
     wall_total: float = 0.0
     sim_time: float = 0.0
 
@@ -404,6 +407,7 @@ class StateCache:
         return state
 
 
+@njit(cache=True)
 def adjust_step_size(dt, err, accuracy, min_step, max_step, order=ERROR_ORDER):
     """CENIC Alg. 1 AdjustStepSize with the dead band (erratum E9) and Drake's safeguards.
 
@@ -428,6 +432,89 @@ def adjust_step_size(dt, err, accuracy, min_step, max_step, order=ERROR_ORDER):
         else:
             new = max(min(new, K_LOW * dt), K_MIN_SHRINK * dt)
     return min(max(new, min_step), max_step), accepted
+
+
+@njit(cache=True)
+def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, params, dyn_start, dyn_mid, vs, tol,
+                        reuse, counts, window):
+    """:meth:`CenicIntegrator.advance_to` for a system of free bodies (:func:`cenic_gym.free_bodies.free_body_joints`)
+    without external systems, explicit forces or a fixed step, in one compiled call: the attempts of
+    :meth:`CenicIntegrator.step` (predict δt, full step and first half step from x^n, second half step from x^{n+½},
+    error estimate, accept or shrink), with the dynamics in closed form (:func:`free_body_dynamics`) instead of
+    Pinocchio and the contact query of :func:`prepare_kernel` (every pair in numba).
+
+    clock = [t, δt, period δt] [s] and q, v are read and overwritten; control = (ε, min_step, max_step, error per
+    unit step); start, mid: the :class:`StateArgs` of x^n and x^{n+½}; params: :func:`free_body_parameters`;
+    dyn_start, dyn_mid: (Jw, M, bias) workspaces of the two states (M zero off the bodies' blocks).
+    counts (int64) += [accepted, rejected, geometry queries]; counts[3] = contacts of the last accepted half step;
+    window = [min δt, max δt, min φ over the states steps start from, simulated time (added to), last accepted δt,
+    error and tolerance of the last attempt] (min and max taken with what it holds).
+    Returns 0 when t_end is reached, 1 when the accuracy is not met at min_step, 2 when a solve failed at
+    min_step (the caller raises as :meth:`CenicIntegrator.step`)."""
+    t, dt, period_dt = clock[0], clock[1], clock[2]
+    accuracy, min_step, max_step, per_unit = control
+    order = ERROR_ORDER - 1 if per_unit else ERROR_ORDER
+    q_full, v_full, q_half, v_half = np.empty_like(q), np.empty_like(v), np.empty_like(q), np.empty_like(v)
+    q1, v1 = np.empty_like(q), np.empty_like(v)
+    Jw0, M0, bias0 = dyn_start
+    Jw1, M1, bias1 = dyn_mid
+    no_gains = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
+    status = n1 = 0
+    while status == 0 and t < t_end - 1e-14 * max(1.0, abs(t_end)):
+        period_start = first
+        first = False
+        first_attempt = True
+        n0 = -1  # x^n not prepared yet
+        while True:
+            dt_nominal = dt
+            if period_start and first_attempt:
+                dt_nominal = period_start_step(dt_nominal, period_dt)
+            first_attempt = False
+            h = min(dt_nominal, t_end - t)
+            clipped = h < dt_nominal
+            if n0 < 0:
+                free_body_dynamics(q, v, params, Jw0, M0, bias0)
+                n0, _, phi = prepare_kernel(q, v, Jw0, M0, h, vs, start)
+                counts[2] += 1
+                window[2] = min(window[2], phi)
+            ok_full, ok = icf_full_and_half(start, n0, work, q, v, bias0, h, vs, tol, reuse, True, no_gains,
+                                            no_gains, v_full, q_full, v_half, q_half)
+            ok = ok and ok_full
+            err = math.inf
+            if ok:
+                free_body_dynamics(q_half, v_half, params, Jw1, M1, bias1)
+                n1, _, _ = prepare_kernel(q_half, v_half, Jw1, M1, 0.5 * h, vs, mid)
+                counts[2] += 1
+                v1[:] = v_full
+                ok = icf_step_at(mid, n1, work, q_half, v_half, bias1, 0.5 * h, vs, tol, reuse, True, no_gains,
+                                 v1, q1)
+                if ok:
+                    err = max_abs_diff(q1, q_full)
+            step_tol = accuracy * h if per_unit else accuracy
+            new_dt, accepted = adjust_step_size(h, err, step_tol, min_step, max_step, order)
+            if accepted:
+                q[:] = q1
+                v[:] = v1
+                t += h
+                counts[0] += 1
+                counts[3] = n1
+                window[0] = min(window[0], h)
+                window[1] = max(window[1], h)
+                window[3] += h
+                window[4] = h
+                dt = max(new_dt, dt_nominal) if clipped else new_dt
+                if period_start:
+                    period_dt = dt
+                break
+            counts[1] += 1
+            if h <= min_step * (1 + 1e-12):
+                window[5] = err
+                window[6] = step_tol
+                status = 1 if ok else 2
+                break
+            dt = new_dt
+    clock[0], clock[1], clock[2] = t, dt, period_dt
+    return status
 
 
 class CenicIntegrator:
@@ -499,12 +586,17 @@ class CenicIntegrator:
         self.frozen_results = None  # (ContactResults, efforts): the same, computed (after a copy or a restore)
         self.history = None  # list of (t, dt, accepted, error) when recording
         self._window = [math.inf, 0.0, math.inf]  # min δt, max δt, min φ of the current advance_to call
+        # free bodies only, nothing called back in Python: advance_to runs compiled (advance_free_bodies)
+        self._compiled_loop = (free_body_joints(system) and self.fixed_step is None and generalized_force is None
+                               and self.external is None)
+        self._free_body_work = None  # (params, dyn_start, dyn_mid) of advance_free_bodies (built at first use)
 
     def __getstate__(self):
         """A copy holds the last step's contact results and efforts as values (the live ones are views of
         workspaces that copies do not share)."""
         state = self.__dict__.copy()
         state["_work"] = None  # references to this integrator's arrays: the copy builds its own
+        state["_free_body_work"] = None
         if self.last_solution is not None:
             state["frozen_results"] = (self.contact_results(), self.applied_efforts())
             state["last_solution"] = None
@@ -573,6 +665,12 @@ class CenicIntegrator:
         self.last_solution = None
         self.frozen_results = None
 
+    def set_inertia(self, joint, inertia):
+        """Give the rigid body of Pinocchio joint ``joint`` the ``pin.Inertia`` ``inertia`` (this integrator's model
+        only), from the next step on."""
+        self.model.inertias[joint] = inertia
+        self._free_body_work = None
+
     def _prepare(self, cache, q, v, z, t, lookahead):
         """Geometry, dynamics and lagged terms at (q, v); speculative contacts for ``lookahead`` [s]."""
         m, d = self.model, self.data
@@ -588,17 +686,12 @@ class CenicIntegrator:
         n, n_fallback, phi_min = prepare_kernel(q, v, Jw, M_upper, lookahead, self.vs, self._state_args(cache))
         if n_fallback:
             n = query.coal_fallback(n, Jw)
-        cs = query.contact_set(n)
         if n_fallback:
+            cs = query.contact_set(n)
             state_terms(M_upper, v, q, (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
                                         cs.mu_static, cs.mu_dynamic, n), self.vs, self._static, cache.out)
             phi_min = float(cs.phi.min()) if n else math.inf
-        if cache.contacts is not cs:  # views of the workspace: rebuild the pool only when n changed
-            mu, fn0, w = cache.out[2:5]
-            cache.contact_pool = ContactPool(cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
-                                             mu[:n], fn0[:n], w[:n], n)
-            cache.contact_args = pool_args(cache.contact_pool)
-            cache.contacts = cs
+        self._bind_contacts(cache, n)
         cache.phi_min = phi_min
         cache.bias = bias
         cache.q, cache.v, cache.z, cache.t = q, v, z, t
@@ -607,6 +700,17 @@ class CenicIntegrator:
         st.geometry_queries += 1
         st.wall_dynamics += t1 - t0
         st.wall_geometry += time.perf_counter() - t1
+
+    @staticmethod
+    def _bind_contacts(cache, n):
+        """The cache's ContactSet and contact pool for the n contacts its query buffers hold."""
+        cs = cache.query.contact_set(n)
+        if cache.contacts is not cs:  # views of the workspace: rebuild the pool only when n changed
+            mu, fn0, w = cache.out[2:5]
+            cache.contact_pool = ContactPool(cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
+                                             mu[:n], fn0[:n], w[:n], n)
+            cache.contact_args = pool_args(cache.contact_pool)
+            cache.contacts = cs
 
     def _integrate(self, q, v, dt):
         """q ⊕ δt v as a new array (numba for the covered joint types, else ``pin.integrate``)."""
@@ -730,11 +834,16 @@ class CenicIntegrator:
                 return dt
             self._stats.rejected += 1
             if dt <= self.min_step * (1 + 1e-12):
-                reason = "non-finite solve" if not ok else f"error {err:.3g} > tolerance {tol:.3g}"
-                raise (AccuracyNotMetError if ok else SolverFailure)(
-                    f"CENIC cannot meet accuracy={self.accuracy:g} at t={self.t:.6g} s: {reason} at the minimum step "
-                    f"min_step={self.min_step:g} s")
+                raise self._min_step_error(ok, err, tol)
             self.dt = new_dt
+
+    def _min_step_error(self, ok, err, tol):
+        """The exception of an attempt rejected at min_step: :class:`AccuracyNotMetError` (error ``err`` above the
+        tolerance ``tol``) or :class:`SolverFailure` (a solve failed: not ``ok``)."""
+        reason = "non-finite solve" if not ok else f"error {err:.3g} > tolerance {tol:.3g}"
+        return (AccuracyNotMetError if ok else SolverFailure)(
+            f"CENIC cannot meet accuracy={self.accuracy:g} at t={self.t:.6g} s: {reason} at the minimum step "
+            f"min_step={self.min_step:g} s")
 
     def _accept(self, q1, v1, z1, dt, cache):
         # v1 is finite (a converged solve checks every norm), hence q1; external states come from user code
@@ -769,6 +878,8 @@ class CenicIntegrator:
         self._window = [math.inf, 0.0, math.inf]
         try:
             first = bool(inputs_changed)
+            if self._compiled_loop and on_step is None and self.history is None:
+                self._advance_compiled(t_end, first)
             while self.t < t_end - 1e-14 * max(1.0, abs(t_end)):
                 self.step(t_end, first)
                 first = False
@@ -786,6 +897,50 @@ class CenicIntegrator:
         return AdvanceStats(accepted, st.rejected - start[1], st.solves - start[2], st.newton_iters - start[3],
                             w[0] if accepted else nan, sim_time / accepted if accepted else nan,
                             w[1] if accepted else nan, w[2], sim_time, wall)
+
+    def _advance_compiled(self, t_end, first):
+        """:meth:`advance_to` (without callbacks or recording) of a free-body system in one call of
+        :func:`advance_free_bodies`; the same steps as :meth:`step` (the closed-form dynamics differ from
+        Pinocchio's in round-off). The counters and the last accepted step's contacts are brought up to date; the
+        wall time counts in ``wall_compiled`` (no per-phase split)."""
+        fb = self._free_body_work
+        if fb is None:
+            nv = self.v.shape[0]
+            fb = self._free_body_work = (free_body_parameters(self.model),
+                                         (np.zeros((6, nv)), np.zeros((nv, nv)), np.zeros(nv)),
+                                         (np.zeros((6, nv)), np.zeros((nv, nv)), np.zeros(nv)))
+        clock = np.array([self.t, self.dt, self.period_dt])
+        q, v = self.q.copy(), self.v.copy()
+        counts = np.zeros(4, dtype=np.int64)
+        st = self._stats
+        window = np.array([math.inf, 0.0, math.inf, st.sim_time, 0.0, math.nan, math.nan])
+        t0 = time.perf_counter()
+        status = advance_free_bodies(t_end, first, clock, (self.accuracy, self.min_step, self.max_step,
+                                                           self.error_per_unit_step),
+                                     q, v, self._state_args(self.start), self._state_args(self.mid),
+                                     self._workspace(), fb[0], fb[1], fb[2], self.vs, self._tol, self.hessian_reuse,
+                                     counts, window)
+        st.wall_compiled += time.perf_counter() - t0
+        self.t, self.dt, self.period_dt = clock.tolist()
+        self.q, self.v = q, v
+        self.start.valid = False  # its buffers were overwritten without the Python-side fields
+        accepted, rejected, queries, n_last = counts.tolist()
+        min_dt, max_dt, phi, st.sim_time, last_dt, err, tol = window.tolist()
+        st.accepted += accepted
+        st.rejected += rejected
+        st.geometry_queries += queries
+        st.min_signed_distance = min(st.min_signed_distance, phi)
+        w = self._window
+        w[2] = min(w[2], phi)
+        if accepted:
+            st.min_dt, st.max_dt = min(st.min_dt, min_dt), max(st.max_dt, max_dt)
+            w[0], w[1] = min(w[0], min_dt), max(w[1], max_dt)
+            self._bind_contacts(self.mid, n_last)
+            self._last_gains = self._no_gain
+            self.last_solution = (self.mid, self.v, 0.5 * last_dt, self._no_gain)
+            self.frozen_results = None
+        if status:
+            raise self._min_step_error(status == 1, err, tol)
 
     # ----------------------------------------------------------------------------------------------------------
     def contact_results(self):

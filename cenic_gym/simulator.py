@@ -247,9 +247,8 @@ class Simulator:
             for i, shape in enumerate(params["shapes"]):
                 if not _same_shape(shape, query.shapes[i]):
                     query.set_shape(i, shape)
-        model = self.integrator.model
         for j, (m, c, I) in enumerate(zip(params["mass"], params["com"], params["inertia"])):
-            model.inertias[j] = pin.Inertia(m, c, I)  # bit-exact (a round trip through dynamic parameters is not)
+            self.integrator.set_inertia(j, pin.Inertia(m, c, I))  # bit-exact (a round trip through dynamic parameters is not)
 
     # -- the flat state vector ------------------------------------------------------------------------------------
     def state_vector_layout(self):
@@ -459,7 +458,7 @@ class Simulator:
             if ev[0] <= 0 or ev[2] > ev[0] + ev[1] + 1e-12 * ev[2]:
                 raise ValueError(f"inertia must be positive definite and satisfy the triangle inequality, "
                                  f"eigenvalues {ev!r}")
-        model.inertias[j] = pin.Inertia(m, c, I)
+        self.integrator.set_inertia(j, pin.Inertia(m, c, I))
 
     def _body_joint(self, body):
         kind, i = self._frame(body)

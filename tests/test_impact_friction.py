@@ -78,6 +78,7 @@ class ImpulseRecorder:
         self.sim, self.body = sim, body
         self.rows, self.samples = [], []
         integ = sim.integrator
+        integ._compiled_loop = False  # the Python step loop, whose methods are wrapped here (free bodies run compiled)
         full_and_half, step = integ._full_and_half, integ.step
 
         def recording_full_and_half(cache, dt):

@@ -61,10 +61,11 @@ def gym_run(eps, lagged):
     if lagged:
         integ._friction_tol[:] = 0.0
     samples = []
+    integ._compiled_loop = False  # sampled after every step of the Python loop (free bodies run compiled by default)
     step = integ.step
 
-    def sampled_step(t_end):
-        dt = step(t_end)
+    def sampled_step(t_end, *args):
+        dt = step(t_end, *args)
         v, w = sim.body_velocity("ball")
         samples.append((integ.t, v[0], v[2], w[1]))
         return dt

@@ -211,7 +211,8 @@ def gym_timed(system, eps, t_end, ctrl=None, impact_friction=True):
     return dict(wall=wall, q=sim.q, v=sim.v, accepted=st.accepted, rejected=st.rejected, newton=st.newton_iters,
                 factorizations=st.factorizations, penetration=max(pen, 0.0), min_dt=st.min_dt, max_dt=st.max_dt,
                 solves=st.solves, geometry_queries=st.geometry_queries, wall_total=st.wall_total,
-                wall_geometry=st.wall_geometry, wall_dynamics=st.wall_dynamics, wall_solver=st.wall_solver)
+                wall_geometry=st.wall_geometry, wall_dynamics=st.wall_dynamics, wall_solver=st.wall_solver,
+                wall_compiled=st.wall_compiled)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -283,7 +284,7 @@ def run_scenario(sc, eps_list, agree_eps, budget, log):
                          accepted=r["accepted"], rejected=r["rejected"], newton=r.get("newton", 0),
                          penetration=r["penetration"], energy=E, q=r["q"], unstable=unstable, note=note,
                          stats={k: r[k] for k in ("solves", "geometry_queries", "wall_total", "wall_geometry",
-                                                  "wall_dynamics", "wall_solver", "factorizations", "min_dt",
+                                                  "wall_dynamics", "wall_solver", "wall_compiled", "factorizations", "min_dt",
                                                   "max_dt") if k in r}))
         log(f"  {engine:15s} {setting:9s} {1e3 * r['wall'] / T:10.3f} ms/s  acc {r['accepted']:6d} rej "
             f"{r['rejected']:5d}  pen {1e3 * r['penetration']:8.3f} mm  E {E:9.4f} J"
@@ -522,7 +523,8 @@ def agreement_table(results):
 def profile_section(results, profiles):
     head = ("| scene | ε | cenic-gym / Drake | cenic-gym Lagged / Drake "
             "| gym µs per attempted step | Drake µs per attempted step "
-            "| gym geometry | gym dynamics | gym solver | gym other | gym Newton it. / attempt | Drake Newton it. / attempt |")
+            "| gym geometry | gym dynamics | gym solver | gym compiled loop | gym other | gym Newton it. / attempt "
+            "| Drake Newton it. / attempt |")
     lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
     for res in results:
         rows = {(r["engine"], r["eps"]): r for r in res["rows"]}
@@ -533,14 +535,14 @@ def profile_section(results, profiles):
         lag_s = f"{lag['wall_per_s'] / d['wall_per_s']:.2f}×" if lag else "–"
         st = g["stats"]
         tot = st["wall_total"] or float("nan")
-        other = st["wall_total"] - st["wall_geometry"] - st["wall_dynamics"] - st["wall_solver"]
+        other = st["wall_total"] - st["wall_geometry"] - st["wall_dynamics"] - st["wall_solver"] - st["wall_compiled"]
         ga = g["accepted"] + g["rejected"]
         da = d["accepted"] + d["rejected"]
         lines.append(
             f"| {res['scenario'].name} | 1e-03 | {g['wall_per_s'] / d['wall_per_s']:.2f}× | {lag_s} "
             f"| {1e6 * g['wall_per_s'] * g['t_end'] / max(ga, 1):.0f} | {1e6 * d['wall_per_s'] * d['t_end'] / max(da, 1):.0f} "
             f"| {100 * st['wall_geometry'] / tot:.0f}% | {100 * st['wall_dynamics'] / tot:.0f}% "
-            f"| {100 * st['wall_solver'] / tot:.0f}% | {100 * other / tot:.0f}% "
+            f"| {100 * st['wall_solver'] / tot:.0f}% | {100 * st['wall_compiled'] / tot:.0f}% | {100 * other / tot:.0f}% "
             f"| {g['newton'] / max(ga, 1):.2f} | {d['newton'] / max(da, 1):.2f} |")
     out = [*lines, ""]
     for name, p in profiles.items():
@@ -702,8 +704,9 @@ def main(argv=None):
               agreement_table(results), ""]
     parts += ["### Per-step cost at ε = 1e-3, and where cenic-gym's time goes", "",
               "From cenic-gym's own timers (`Simulator.stats`: geometry = kinematics + contact query, dynamics = "
-              "mass matrix / bias / lagged terms, solver = convex solves, other = Python step control) of the timed "
-              "run above, and Drake's totals for comparison (Drake has no per-phase split in its statistics). "
+              "mass matrix / bias / lagged terms, solver = convex solves, compiled loop = the whole step loop in one "
+              "numba call, which systems of free bodies run (`cenic.advance_free_bodies`, not split into phases), "
+              "other = Python step control) of the timed run above, and Drake's totals for comparison (Drake has no per-phase split in its statistics). "
               "The cProfile lines are for the (at most two) scenes where cenic-gym is slowest relative to Drake; "
               "cProfile adds overhead to Python-heavy runs, so the shares are indicative.", "", profile_section(results, profiles), ""]
     body = "\n".join(parts)

@@ -25,7 +25,7 @@ from numba.core import types
 from numba.experimental import structref
 
 from . import solver as slv
-from .contact import (DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics_and_inertia, packed_contacts,
+from .contact import (DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics_and_inertia, query_contacts,
                       unpack_query_args)
 from .icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_impulse, contact_lagged_params
 from .errors import AccuracyNotMetError, SimulationError, SolverFailure  # noqa: F401  (re-exported)
@@ -104,9 +104,9 @@ def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, state):
     pairs need coal (then the caller finishes those and calls :func:`state_terms`), the state terms, into the
     buffers of ``state`` (:class:`StateArgs`). Returns (number of contacts, number of pairs left to coal, smallest
     signed distance φ [m] (inf if none))."""
-    packed = state.packed
-    n, n_fallback = _query_kernel(q, v, Jw, lookahead, unpack_query_args(packed[0], packed[1], packed[2], packed[3]))
-    contacts = packed_contacts(packed, n)
+    args = state.query
+    n, n_fallback = _query_kernel(q, v, Jw, lookahead, args)
+    contacts = query_contacts(args, n)
     phi_min = math.inf
     for i in range(n):
         phi_min = min(phi_min, contacts[4][i])
@@ -243,26 +243,28 @@ class StateArgsType(_FieldsType):
 
 class StateArgs(structref.StructRefProxy):
     """The buffers of one cached state (:class:`StateCache`), as one kernel argument (:func:`new_state_args`):
-    packed = the contact query's buffers (:attr:`cenic_gym.contact.ContactQuery.packed`), static = the system's
-    limit and coupler indices, out = the state terms (:func:`state_terms`), limits and couplers = the state's
+    query = the argument tuple of the contact query's kernel (:func:`cenic_gym.contact.unpack_query_args`: views of
+    :attr:`cenic_gym.contact.ContactQuery.packed`, made once here instead of at every query: 1.0 µs of the 2.0 µs
+    query of a sphere on the ground), static = the system's limit and coupler indices, out = the state terms (:func:`state_terms`), limits and couplers = the state's
     :class:`~cenic_gym.icf.LimitPool` and :class:`~cenic_gym.icf.CouplerPool` (named: a structref's fields are
     typed once, when it is built, not at every call as a namedtuple argument would be).
     References to the cache's arrays, not copies; not picklable (rebuilt after a copy)."""
 
 
-structref.define_proxy(StateArgs, StateArgsType, ["packed", "static", "out", "limits", "couplers"])
+structref.define_proxy(StateArgs, StateArgsType, ["query", "static", "out", "limits", "couplers"])
 
 
 @njit(cache=True)
 def new_state_args(packed, static, out, limits, couplers):
-    """A :class:`StateArgs` (built in a cached kernel, as :func:`new_solve_workspace`)."""
-    return StateArgs(packed, static, out, limits, couplers)
+    """A :class:`StateArgs` of a contact query's ``packed`` buffers (:attr:`cenic_gym.contact.ContactQuery.packed`)
+    and the state's buffers (built in a cached kernel, as :func:`new_solve_workspace`)."""
+    return StateArgs(unpack_query_args(packed[0], packed[1], packed[2], packed[3]), static, out, limits, couplers)
 
 
 @njit(cache=True, inline="always")
 def state_contacts(state, n):
     """The contact pool of a prepared state: its first n contacts with their lagged terms μ, f_n0, w."""
-    Jc, cols, ncols, normal, phi, k, d, _, _, _ = packed_contacts(state.packed, n)
+    Jc, cols, ncols, normal, phi, k, d, _, _, _ = query_contacts(state.query, n)
     out = state.out
     return ContactPool(Jc, cols, ncols, normal, phi, k, d, out[2][:n], out[3][:n], out[4][:n], n)
 

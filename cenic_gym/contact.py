@@ -167,7 +167,7 @@ class ContactQuery:
             _Jc=np.zeros((cap, 3, mc)), _cols=np.zeros((cap, mc), dtype=np.int64), _ncols=np.zeros(cap, dtype=np.int64))
         # Everything _query_kernel needs besides (q, v, Jw, lookahead), in its order. Passing 39 arrays to numba
         # costs ~75 ns each per call (argument typing), so they live in one float and one int buffer and are
-        # unpacked inside numba: packed = (F, I, L, margin). The workspace attributes (``work``) are views into
+        # unpacked inside numba, once per cached state (cenic.new_state_args): packed = (F, I, L, margin). The workspace attributes (``work``) are views into
         # F and I (:meth:`_bind_views`); they are not pickled but rebuilt from the buffers, so that a pickled or
         # deep-copied query writes where its kernel reads.
         arrays = [None if name is None else work[name] if name in work else getattr(s, name)
@@ -319,12 +319,11 @@ def unpack_query_args(F, I, L, margin):
 
 
 @njit(cache=True)
-def packed_contacts(packed, n):
-    """The first n contacts of a query, as (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, n): views of ContactQuery's
-    packed buffers ``packed`` = (F, I, L, margin), in the order of :func:`unpack_query_args`."""
-    F, I, L = packed[0], packed[1], packed[2]
-    return (_v3(F, L, 34)[:n], _v2(I, L, 35)[:n], _v1(I, L, 36)[:n], _v2(F, L, 22)[:n], _v1(F, L, 23)[:n],
-            _v1(F, L, 28)[:n], _v1(F, L, 29)[:n], _v1(F, L, 30)[:n], _v1(F, L, 31)[:n], n)
+def query_contacts(args, n):
+    """The first n contacts of a query, as (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, n): views of the argument
+    tuple of :func:`_query_kernel` (:func:`unpack_query_args`)."""
+    return (args[34][:n], args[35][:n], args[36][:n], args[22][:n], args[23][:n], args[28][:n], args[29][:n],
+            args[30][:n], args[31][:n], n)
 
 
 @njit(cache=True)

@@ -245,9 +245,10 @@ class StateArgs(structref.StructRefProxy):
     """The buffers of one cached state (:class:`StateCache`), as one kernel argument (:func:`new_state_args`):
     query = the argument tuple of the contact query's kernel (:func:`cenic_gym.contact.unpack_query_args`: views of
     :attr:`cenic_gym.contact.ContactQuery.packed`, made once here instead of at every query: 1.0 µs of the 2.0 µs
-    query of a sphere on the ground), static = the system's limit and coupler indices, out = the state terms (:func:`state_terms`), limits and couplers = the state's
-    :class:`~cenic_gym.icf.LimitPool` and :class:`~cenic_gym.icf.CouplerPool` (named: a structref's fields are
-    typed once, when it is built, not at every call as a namedtuple argument would be).
+    query of a sphere on the ground), static = the system's limit and coupler indices, out = the state terms
+    (:func:`state_terms`), limits and couplers = the state's :class:`~cenic_gym.icf.LimitPool` and
+    :class:`~cenic_gym.icf.CouplerPool` (named: a structref's fields are typed once, when it is built, not at every
+    call as a namedtuple argument would be).
     References to the cache's arrays, not copies; not picklable (rebuilt after a copy)."""
 
 
@@ -438,7 +439,7 @@ def adjust_step_size(dt, err, accuracy, min_step, max_step, order=ERROR_ORDER):
 
 @njit(cache=True)
 def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, params, dyn_start, dyn_mid, vs, tol,
-                        reuse, counts, window):
+                        reuse, integrate, counts, window):
     """:meth:`CenicIntegrator.advance_to` for a system of free bodies (:func:`cenic_gym.free_bodies.free_body_joints`)
     without external systems, explicit forces or a fixed step, in one compiled call: the attempts of
     :meth:`CenicIntegrator.step` (predict δt, full step and first half step from x^n, second half step from x^{n+½},
@@ -447,7 +448,10 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
 
     clock = [t, δt, period δt] [s] and q, v are read and overwritten; control = (ε, min_step, max_step, error per
     unit step); start, mid: the :class:`StateArgs` of x^n and x^{n+½}; params: :func:`free_body_parameters`;
-    dyn_start, dyn_mid: (Jw, M, bias) workspaces of the two states (M zero off the bodies' blocks).
+    dyn_start, dyn_mid: (Jw, M, bias) workspaces of the two states (M zero off the bodies' blocks; Jw in Fortran
+    order, as Pinocchio's). vs, tol, reuse: as :func:`icf_step`; integrate: True (free bodies integrate in numba), an
+    argument so that the kernels called here get the argument types of the Python loop's calls and share their
+    compiled code (a literal True, or a C-ordered Jw, would compile them a second time).
     counts (int64) += [accepted, rejected, geometry queries]; counts[3] = contacts of the last accepted half step;
     window = [min δt, max δt, min φ over the states steps start from, simulated time (added to), last accepted δt,
     error and tolerance of the last attempt] (min and max taken with what it holds).
@@ -479,7 +483,7 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
                 n0, _, phi = prepare_kernel(q, v, Jw0, M0, h, vs, start)
                 counts[2] += 1
                 window[2] = min(window[2], phi)
-            ok_full, ok = icf_full_and_half(start, n0, work, q, v, bias0, h, vs, tol, reuse, True, no_gains,
+            ok_full, ok = icf_full_and_half(start, n0, work, q, v, bias0, h, vs, tol, reuse, integrate, no_gains,
                                             no_gains, v_full, q_full, v_half, q_half)
             ok = ok and ok_full
             err = math.inf
@@ -488,7 +492,7 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
                 n1, _, _ = prepare_kernel(q_half, v_half, Jw1, M1, 0.5 * h, vs, mid)
                 counts[2] += 1
                 v1[:] = v_full
-                ok = icf_step_at(mid, n1, work, q_half, v_half, bias1, 0.5 * h, vs, tol, reuse, True, no_gains,
+                ok = icf_step_at(mid, n1, work, q_half, v_half, bias1, 0.5 * h, vs, tol, reuse, integrate, no_gains,
                                  v1, q1)
                 if ok:
                     err = max_abs_diff(q1, q_full)
@@ -909,8 +913,8 @@ class CenicIntegrator:
         if fb is None:
             nv = self.v.shape[0]
             fb = self._free_body_work = (free_body_parameters(self.model),
-                                         (np.zeros((6, nv)), np.zeros((nv, nv)), np.zeros(nv)),
-                                         (np.zeros((6, nv)), np.zeros((nv, nv)), np.zeros(nv)))
+                                         (np.zeros((6, nv), order="F"), np.zeros((nv, nv)), np.zeros(nv)),
+                                         (np.zeros((6, nv), order="F"), np.zeros((nv, nv)), np.zeros(nv)))
         clock = np.array([self.t, self.dt, self.period_dt])
         q, v = self.q.copy(), self.v.copy()
         counts = np.zeros(4, dtype=np.int64)
@@ -921,7 +925,7 @@ class CenicIntegrator:
                                                            self.error_per_unit_step),
                                      q, v, self._state_args(self.start), self._state_args(self.mid),
                                      self._workspace(), fb[0], fb[1], fb[2], self.vs, self._tol, self.hessian_reuse,
-                                     counts, window)
+                                     self._numba_integrate, counts, window)
         st.wall_compiled += time.perf_counter() - t0
         self.t, self.dt, self.period_dt = clock.tolist()
         self.q, self.v = q, v

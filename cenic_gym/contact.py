@@ -167,9 +167,9 @@ class ContactQuery:
             _Jc=np.zeros((cap, 3, mc)), _cols=np.zeros((cap, mc), dtype=np.int64), _ncols=np.zeros(cap, dtype=np.int64))
         # Everything _query_kernel needs besides (q, v, Jw, lookahead), in its order. Passing 39 arrays to numba
         # costs ~75 ns each per call (argument typing), so they live in one float and one int buffer and are
-        # unpacked inside numba, once per cached state (cenic.new_state_args): packed = (F, I, L, margin). The workspace attributes (``work``) are views into
-        # F and I (:meth:`_bind_views`); they are not pickled but rebuilt from the buffers, so that a pickled or
-        # deep-copied query writes where its kernel reads.
+        # unpacked inside numba, once per cached state (cenic.new_state_args): packed = (F, I, L, margin). The
+        # workspace attributes (``work``) are views into F and I (:meth:`_bind_views`); they are not pickled but
+        # rebuilt from the buffers, so that a pickled or deep-copied query writes where its kernel reads.
         arrays = [None if name is None else work[name] if name in work else getattr(s, name)
                   for name in _QUERY_FIELDS]
         F, I, L, _ = pack_arrays(arrays)

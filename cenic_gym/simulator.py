@@ -248,7 +248,8 @@ class Simulator:
                 if not _same_shape(shape, query.shapes[i]):
                     query.set_shape(i, shape)
         for j, (m, c, I) in enumerate(zip(params["mass"], params["com"], params["inertia"])):
-            self.integrator.set_inertia(j, pin.Inertia(m, c, I))  # bit-exact (a round trip through dynamic parameters is not)
+            # bit-exact (a round trip through dynamic parameters is not)
+            self.integrator.set_inertia(j, pin.Inertia(m, c, I))
 
     # -- the flat state vector ------------------------------------------------------------------------------------
     def state_vector_layout(self):

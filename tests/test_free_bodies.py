@@ -39,7 +39,7 @@ def test_closed_form_dynamics_equal_pinocchio():
     m.armature = np.random.default_rng(1).uniform(0.0, 0.1, m.nv)
     d = m.createData()
     rng = np.random.default_rng(0)
-    Jw, M, bias = np.zeros((6, m.nv)), np.zeros((m.nv, m.nv)), np.zeros(m.nv)
+    Jw, M, bias = np.zeros((6, m.nv), order="F"), np.zeros((m.nv, m.nv)), np.zeros(m.nv)  # as the integrator
     for _ in range(10):
         q = pin.randomConfiguration(m, -np.ones(m.nq), np.ones(m.nq))
         v = 3.0 * rng.normal(size=m.nv)

@@ -692,7 +692,6 @@ class CenicIntegrator:
         n, n_fallback, phi_min = prepare_kernel(q, v, Jw, M_upper, lookahead, self.vs, self._state_args(cache))
         if n_fallback:
             n = query.coal_fallback(n, Jw)
-        if n_fallback:
             cs = query.contact_set(n)
             state_terms(M_upper, v, q, (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
                                         cs.mu_static, cs.mu_dynamic, n), self.vs, self._static, cache.out)
@@ -877,7 +876,9 @@ class CenicIntegrator:
         """Integrate to t_end [s]; ``on_step()`` is called after every accepted step. Returns the
         :class:`AdvanceStats` of this call. ``inputs_changed``: the caller changed the inputs (set-points of the
         external systems) since the last call, so this call is a new control period and its first step follows
-        the period-start predictor (:func:`period_start_step`)."""
+        the period-start predictor (:func:`period_start_step`). A system of free bodies without external systems
+        or explicit forces runs the whole call compiled (:func:`advance_free_bodies`) unless ``on_step`` is given or
+        the history is recorded; everything else runs :meth:`step` from Python."""
         t0 = time.perf_counter()
         st = self.stats
         start = (st.accepted, st.rejected, st.solves, st.newton_iters, self.t)

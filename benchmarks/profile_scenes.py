@@ -17,7 +17,7 @@ Python (everything else runs inside them):
 - ``_icf``: one numba call ``icf_step_at`` (second half step: one ``icf_step``);
 - ``max_abs_diff`` (numba) for the error estimate; ``pin.integrate`` only for joints ``integrate_q`` cannot handle.
 
-Four views, written as text under ``benchmarks/profiles/`` and summarised on stdout:
+Five views, written as text under ``benchmarks/profiles/`` and summarised on stdout:
 
 1. ``leaf_timing``: every numba kernel and Pinocchio call that the integrator makes from Python (``LEAVES``) is
    replaced by a timing shim (perf_counter); per primitive: calls, total, µs per call and share of ``wall_total``.
@@ -38,7 +38,9 @@ Four views, written as text under ``benchmarks/profiles/`` and summarised on std
    by each problem's own Newton / factorization counters. The replay is the first solve of each problem
    (``solve``); a friction re-solve (``solve_coulomb`` moving the friction bounds to the step's own normal
    impulses) is not replayed, so a re-solved problem's counters differ from its replay's ("same Newton path" below).
-4. Micro-timings (sphere drop, in flight and in contact): the statements of the per-step path (``_prepare``,
+4. The compiled loop's attempt (sphere drop in contact): its kernels (closed-form dynamics, ``prepare_kernel``,
+   ``icf_full_and_half``, ``icf_step_at``) each timed in a numba loop on the arguments the compiled loop passes.
+5. Micro-timings (sphere drop, in flight and in contact): the statements of the per-step path (``_prepare``,
    ``_full_and_half``, ``_icf``, a whole accepted step from a restored state, each Pinocchio call, each numba call
    with the run's arguments, and the dispatch cost of no-op numba functions taking the same arguments),
    via ``timeit``.
@@ -55,6 +57,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import cProfile  # noqa: E402
 import io  # noqa: E402
+import math  # noqa: E402
 import pstats  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
@@ -644,6 +647,77 @@ def compiled_loop_timing(name, factory, t_end, repeats, trials=TRIALS):
             f"{best['rejected']:.0f} rejected); Python loop {per_attempt(py):.1f} µs (× {per_attempt(py) / per_attempt(best):.2f})")
 
 
+def _part_loops():
+    """numba loops that call each kernel of a compiled attempt ``reps`` times on fixed arguments (numba has no clock
+    in nopython mode: the loop is timed from Python)."""
+    from numba import njit
+
+    from cenic_gym.free_bodies import free_body_dynamics
+
+    @njit
+    def dynamics(q, v, params, Jw, M, bias, reps):
+        for _ in range(reps):
+            free_body_dynamics(q, v, params, Jw, M, bias)
+
+    @njit
+    def prepare(q, v, Jw, M, h, vs, state, reps):
+        n = 0
+        for _ in range(reps):
+            n, _, _ = cenic_mod.prepare_kernel(q, v, Jw, M, h, vs, state)
+        return n
+
+    @njit
+    def full_and_half(state, n, work, q, v, bias, h, vs, tol, reuse, integrate, gains, reps):
+        vf, qf, vh, qh = np.empty_like(v), np.empty_like(q), np.empty_like(v), np.empty_like(q)
+        for _ in range(reps):
+            cenic_mod.icf_full_and_half(state, n, work, q, v, bias, h, vs, tol, reuse, integrate, gains, gains, vf,
+                                        qf, vh, qh)
+
+    @njit
+    def step_at(state, n, work, q, v, bias, h, vs, tol, reuse, integrate, gains, reps):
+        v1, q1 = np.empty_like(v), np.empty_like(q)
+        for _ in range(reps):
+            v1[:] = v
+            cenic_mod.icf_step_at(state, n, work, q, v, bias, h, vs, tol, reuse, integrate, gains, v1, q1)
+
+    return dynamics, prepare, full_and_half, step_at
+
+
+def compiled_attempt_parts(reps=20000, trials=TRIALS):
+    """The kernels of one attempt of the compiled loop (``cenic.advance_free_bodies``), sphere drop in contact: each
+    timed in a numba loop on the arguments the loop passes (best of ``trials``), µs per call."""
+    dynamics, prepare, full_and_half, step_at = _part_loops()
+    sim = Simulator(CASES[1][1](), accuracy=EPS)
+    sim.advance_to(0.452)  # the ball in contact with the ground
+    it = sim.integrator
+    params, (Jw, M, bias), _ = it._free_body_work
+    q, v, h = it.q.copy(), it.v.copy(), it.dt
+    state, work = it._state_args(it.start), it._workspace()
+    gains = cenic_mod.pool_args(it._no_gain)
+    dynamics(q, v, params, Jw, M, bias, 1)
+    n = prepare(q, v, Jw, M, h, it.vs, state, 1)
+    flags = (it.vs, it._tol, it.hessian_reuse, it._numba_integrate, gains)
+    rows = [("free_body_dynamics (one state)", dynamics, (q, v, params, Jw, M, bias)),
+            ("prepare_kernel (one state)", prepare, (q, v, Jw, M, h, it.vs, state)),
+            ("icf_full_and_half (two solves)", full_and_half, (state, n, work, q, v, bias, h) + flags),
+            ("icf_step_at (one solve, from x^n)", step_at, (state, n, work, q, v, bias, 0.5 * h) + flags)]
+    out = [f"# compiled attempt, sphere drop in contact (t = {it.t:.3f} s, {n} contact, δt = {1e3 * h:.3g} ms): "
+           f"each kernel in a numba loop of {reps} calls, best of {trials}"]
+    total = 0.0
+    for label, loop, args in rows:
+        loop(*args, 10)
+        best = math.inf
+        for _ in range(trials):
+            t0 = time.perf_counter()
+            loop(*args, reps)
+            best = min(best, (time.perf_counter() - t0) / reps)
+        weight = 2 if "one state" in label else 1  # two states per attempt
+        total += weight * best
+        out.append(f"  {label:<40s} {1e6 * best:7.2f} us")
+    out.append(f"  one attempt = 2 dynamics + 2 prepare + full_and_half + step_at: {1e6 * total:.2f} us")
+    return "\n".join(out)
+
+
 def header():
     return (f"# profile_scenes.py, git {git_rev()}, "
             f"{time.strftime('%Y-%m-%d %H:%M %Z')}, 1-minute load average {os.getloadavg()[0]:.2f} at start, "
@@ -677,6 +751,9 @@ def main():
         text, _ = solver_breakdown(name, factory, t_end, every, reps)
         summary.append(text)
         print(text, "\n", flush=True)
+    text = compiled_attempt_parts()
+    summary.append(text)
+    print(text, "\n", flush=True)
     text = micro_timings()
     summary.append(text)
     print(text, flush=True)

@@ -43,6 +43,9 @@ K_MIN_SHRINK = 0.1
 ERROR_ORDER = 2  # step doubling of a first-order method: local error estimate O(δt²)
 NEWTON_KAPPA = 1.0e-3  # ε_tol = max(κ ε_acc, 1e-8)  (CENIC eq. 34)
 K_PERIOD_FLOOR = 0.5  # the period-start predictor shortens a period's first step by at most 2× (period_start_step)
+# attempts per call of the compiled free-body loop: compiled code cannot be interrupted, so a long advance_to returns
+# to Python (Ctrl-C) between calls of at most this many attempts (~6 ms for a ball, ~0.8 s for the 20-body clutter)
+COMPILED_ATTEMPTS = 500
 
 
 @njit(cache=True)
@@ -439,7 +442,7 @@ def adjust_step_size(dt, err, accuracy, min_step, max_step, order=ERROR_ORDER):
 
 @njit(cache=True)
 def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, params, dyn_start, dyn_mid, vs, tol,
-                        reuse, integrate, counts, window):
+                        reuse, integrate, max_attempts, counts, window):
     """:meth:`CenicIntegrator.advance_to` for a system of free bodies (:func:`cenic_gym.free_bodies.free_body_joints`)
     without external systems, explicit forces or a fixed step, in one compiled call: the attempts of
     :meth:`CenicIntegrator.step` (predict δt, full step and first half step from x^n, second half step from x^{n+½},
@@ -456,7 +459,8 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
     window = [min δt, max δt, min φ over the states steps start from, simulated time (added to), last accepted δt,
     error and tolerance of the last attempt] (min and max taken with what it holds).
     Returns 0 when t_end is reached, 1 when the accuracy is not met at min_step, 2 when a solve failed at
-    min_step (the caller raises as :meth:`CenicIntegrator.step`)."""
+    min_step (the caller raises as :meth:`CenicIntegrator.step`), 3 when ``max_attempts`` attempts were made: it
+    stops at the end of a step, and a call with ``first`` False continues exactly."""
     t, dt, period_dt = clock[0], clock[1], clock[2]
     accuracy, min_step, max_step, per_unit = control
     order = ERROR_ORDER - 1 if per_unit else ERROR_ORDER
@@ -465,8 +469,11 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
     Jw0, M0, bias0 = dyn_start
     Jw1, M1, bias1 = dyn_mid
     no_gains = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
-    status = n1 = 0
+    status = n1 = attempts = 0
     while status == 0 and t < t_end - 1e-14 * max(1.0, abs(t_end)):
+        if attempts >= max_attempts:
+            status = 3
+            break
         period_start = first
         first = False
         first_attempt = True
@@ -476,6 +483,7 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
             if period_start and first_attempt:
                 dt_nominal = period_start_step(dt_nominal, period_dt)
             first_attempt = False
+            attempts += 1
             h = min(dt_nominal, t_end - t)
             clipped = h < dt_nominal
             if n0 < 0:
@@ -906,10 +914,11 @@ class CenicIntegrator:
                             w[1] if accepted else nan, w[2], sim_time, wall)
 
     def _advance_compiled(self, t_end, first):
-        """:meth:`advance_to` (without callbacks or recording) of a free-body system in one call of
-        :func:`advance_free_bodies`; the same steps as :meth:`step` (the closed-form dynamics differ from
-        Pinocchio's in round-off). The counters and the last accepted step's contacts are brought up to date; the
-        wall time counts in ``wall_compiled`` (no per-phase split)."""
+        """:meth:`advance_to` (without callbacks or recording) of a free-body system in calls of
+        :func:`advance_free_bodies` of at most :data:`COMPILED_ATTEMPTS` attempts each; the same steps as :meth:`step`
+        (the closed-form dynamics differ from Pinocchio's in round-off). The counters and the last accepted step's
+        contacts are brought up to date, also when interrupted (Ctrl-C between two calls); the wall time counts in
+        ``wall_compiled`` (no per-phase split)."""
         fb = self._free_body_work
         if fb is None:
             nv = self.v.shape[0]
@@ -921,18 +930,31 @@ class CenicIntegrator:
         counts = np.zeros(4, dtype=np.int64)
         st = self._stats
         window = np.array([math.inf, 0.0, math.inf, st.sim_time, 0.0, math.nan, math.nan])
+        control = (self.accuracy, self.min_step, self.max_step, self.error_per_unit_step)
+        start, mid, work = self._state_args(self.start), self._state_args(self.mid), self._workspace()
         t0 = time.perf_counter()
-        status = advance_free_bodies(t_end, first, clock, (self.accuracy, self.min_step, self.max_step,
-                                                           self.error_per_unit_step),
-                                     q, v, self._state_args(self.start), self._state_args(self.mid),
-                                     self._workspace(), fb[0], fb[1], fb[2], self.vs, self._tol, self.hessian_reuse,
-                                     self._numba_integrate, counts, window)
-        st.wall_compiled += time.perf_counter() - t0
+        try:
+            status = 3
+            while status == 3:  # back in Python between calls: a long run can be interrupted
+                status = advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, fb[0], fb[1],
+                                             fb[2], self.vs, self._tol, self.hessian_reuse, self._numba_integrate,
+                                             COMPILED_ATTEMPTS, counts, window)
+                first = False
+        finally:  # also on KeyboardInterrupt: the state of the last step completed, and its counters
+            st.wall_compiled += time.perf_counter() - t0
+            self._sync_compiled(q, v, clock, counts, window)
+        if status:
+            raise self._min_step_error(status == 1, window[5], window[6])
+
+    def _sync_compiled(self, q, v, clock, counts, window):
+        """Bring the integrator up to date after calls of :func:`advance_free_bodies` (its outputs): state, clock,
+        counters and the last accepted step's contacts."""
+        st = self._stats
         self.t, self.dt, self.period_dt = clock.tolist()
         self.q, self.v = q, v
         self.start.valid = False  # its buffers were overwritten without the Python-side fields
         accepted, rejected, queries, n_last = counts.tolist()
-        min_dt, max_dt, phi, st.sim_time, last_dt, err, tol = window.tolist()
+        min_dt, max_dt, phi, st.sim_time, last_dt, _, _ = window.tolist()
         st.accepted += accepted
         st.rejected += rejected
         st.geometry_queries += queries
@@ -946,8 +968,6 @@ class CenicIntegrator:
             self._last_gains = self._no_gain
             self.last_solution = (self.mid, self.v, 0.5 * last_dt, self._no_gain)
             self.frozen_results = None
-        if status:
-            raise self._min_step_error(status == 1, err, tol)
 
     # ----------------------------------------------------------------------------------------------------------
     def contact_results(self):

@@ -178,3 +178,52 @@ def test_compiled_loop_honours_the_integrator_options(options):
         assert getattr(a.stats, name) == getattr(b.stats, name), name
     assert a.stats.max_dt <= options.get("max_step", 0.1)
     np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-8)
+
+
+def test_compiled_loop_in_short_calls_continues_exactly(monkeypatch):
+    """A long advance_to returns to Python every COMPILED_ATTEMPTS attempts (so that it can be interrupted) and
+    continues at the end of a step: calls of one attempt each give the same bits as one call."""
+    import cenic_gym.cenic as cenic
+
+    system = tumbling_box(2)
+    ref = Simulator(system)
+    ref.advance_to(0.3, inputs_changed=True)
+    monkeypatch.setattr(cenic, "COMPILED_ATTEMPTS", 1)
+    sim = Simulator(system)
+    sim.advance_to(0.3, inputs_changed=True)
+    assert np.array_equal(sim.q, ref.q) and np.array_equal(sim.v, ref.v)
+    assert (sim.integrator.dt, sim.integrator.period_dt) == (ref.integrator.dt, ref.integrator.period_dt)
+    for name in ("accepted", "rejected", "solves", "newton_iters", "geometry_queries", "min_dt", "max_dt", "sim_time",
+                 "min_signed_distance"):
+        assert getattr(sim.stats, name) == getattr(ref.stats, name), name
+    assert np.array_equal(sim.contact_results().force, ref.contact_results().force)
+
+
+def test_an_interrupted_compiled_run_keeps_its_last_step_and_continues(monkeypatch):
+    """Ctrl-C between two compiled calls (here a KeyboardInterrupt raised after the third): the simulator holds the
+    state, clock and counters of the last completed step, and a new advance_to continues as if never stopped."""
+    import cenic_gym.cenic as cenic
+
+    system = tumbling_box(2)
+    ref = Simulator(system)
+    ref.advance_to(0.3, inputs_changed=True)
+    real, calls = cenic.advance_free_bodies, []
+
+    def interrupted(*args):
+        status = real(*args)
+        calls.append(status)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return status
+
+    monkeypatch.setattr(cenic, "COMPILED_ATTEMPTS", 5)
+    monkeypatch.setattr(cenic, "advance_free_bodies", interrupted)
+    sim = Simulator(system)
+    with pytest.raises(KeyboardInterrupt):
+        sim.advance_to(0.3, inputs_changed=True)
+    assert 0.0 < sim.t < 0.3 and sim.stats.accepted > 0
+    monkeypatch.setattr(cenic, "advance_free_bodies", real)
+    sim.advance_to(0.3)
+    assert np.array_equal(sim.q, ref.q) and np.array_equal(sim.v, ref.v)
+    assert (sim.stats.accepted, sim.stats.rejected, sim.stats.sim_time) == (ref.stats.accepted, ref.stats.rejected,
+                                                                            ref.stats.sim_time)

@@ -16,10 +16,10 @@ For every Gymnasium id starting with ``Cenic`` (looped over the registry: new ta
 Per run: env steps/s (env steps / wall time of ``env.step``, the ``gym.make`` wrappers included, the policy
 excluded), real-time factor (simulated s / ``env.step`` wall s), attempts (accepted substeps + rejected) and rejected
 attempts per env step (``info["sim"]``). One more run of the same episodes gives the split of one env step's wall
-time (the timed runs go without its timer): the simulator's cumulative
-``sim.stats`` wall_geometry / wall_dynamics / wall_solver (split into the controllers' linearization, timed by
-wrapping ``ExternalSystems.linearize`` and ``linearize_full_and_half``, and the convex solve) and the rest of
-wall_total (step control, bookkeeping), over the run, and the env layer = ``env.step`` wall − ``info["sim"]["wall_s"]`` (the ``advance_to`` inside it:
+time (the timed runs go without its timer): the simulator's cumulative ``sim.stats`` wall_geometry / wall_dynamics /
+wall_solver (split into the controllers' linearization, timed by wrapping ``ExternalSystems.linearize`` and
+``linearize_full_and_half``, and the convex solve) and the rest of wall_total (step control, bookkeeping), over the
+run, and the env layer = ``env.step`` wall − ``info["sim"]["wall_s"]`` (the ``advance_to`` inside it:
 action mapping, observation, reward terms, ``evaluate()``, wrappers). ``env overhead`` = ``env.step`` wall / Σ
 ``advance_to`` wall − 1: what the env layer costs on top of bare ``sim.advance_to``. Writes the
 ``env-throughput`` section of ``benchmarks/RESULTS.md`` (appended if absent; the rest is kept verbatim) and prints it.
@@ -203,13 +203,12 @@ def main():
                    "env overhead over advance_to |",
                    "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        r = row
-        n = r["steps"]
+        n = row["steps"]
         main_table.append(
-            f"| {r['env']} | {r['mode']} | {r['policy']} | {n / r['step_wall']:.0f} | "
-            f"{r['sim_time'] / r['step_wall']:.1f} | {r['reset'] * 1e3:.2f} | "
-            f"{(r['substeps'] + r['rejected']) / n:.2f} | "
-            f"{r['rejected'] / n:.2f} | {r['substeps'] / n:.2f} | {r['episodes']} | {r['failures']} |")
+            f"| {row['env']} | {row['mode']} | {row['policy']} | {n / row['step_wall']:.0f} | "
+            f"{row['sim_time'] / row['step_wall']:.1f} | {row['reset'] * 1e3:.2f} | "
+            f"{(row['substeps'] + row['rejected']) / n:.2f} | "
+            f"{row['rejected'] / n:.2f} | {row['substeps'] / n:.2f} | {row['episodes']} | {row['failures']} |")
         r = row["split"]  # the instrumented run of the same episodes
         w = r["step_wall"]
         other = r["wall_total"] - r["wall_geometry"] - r["wall_dynamics"] - r["wall_solver"]

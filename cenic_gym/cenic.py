@@ -399,7 +399,6 @@ class StateCache:
     out: tuple = None  # workspace of state_terms (M, D, μ, f_n0, w, limit c^n, m, coupler c^n, m)
     limit_pool: LimitPool = None
     coupler_pool: CouplerPool = None
-    # the three pools as the plain tuples the kernels take (pool_args), kept with them: built once per pool
     contact_args: tuple = None  # the contact pool as the plain tuple contact_forces takes (pool_args)
     args: StateArgs = None  # the buffers above as one kernel argument (built at first use: _state_args)
     valid: bool = False
@@ -441,12 +440,35 @@ def adjust_step_size(dt, err, accuracy, min_step, max_step, order=ERROR_ORDER):
 
 
 @njit(cache=True)
+def attempt_step_size(dt, period_dt, predict, remaining):
+    """The size of an attempt: (nominal δt, δt of the attempt = the nominal one clipped to the ``remaining`` time to
+    t_end [s], clipped or not); the nominal δt is ``dt`` [s], or :func:`period_start_step` of it when ``predict``
+    (the first attempt of a control period)."""
+    dt_nominal = period_start_step(dt, period_dt) if predict else dt
+    h = min(dt_nominal, remaining)
+    return dt_nominal, h, h < dt_nominal
+
+
+@njit(cache=True)
+def step_outcome(h, dt_nominal, clipped, err, accuracy, per_unit, min_step, max_step):
+    """Accept or reject an attempt of size h [s] with error estimate ``err`` (:func:`adjust_step_size` against
+    ε, or ε h/(1 s) with error per unit step). Returns (accepted, the next δt [s], the attempt was at min_step, the
+    tolerance). After a clipped accepted step the next δt is at least the nominal one (clipping to land on t_end
+    says nothing about the error)."""
+    tol = accuracy * h if per_unit else accuracy
+    new_dt, accepted = adjust_step_size(h, err, tol, min_step, max_step, ERROR_ORDER - 1 if per_unit else ERROR_ORDER)
+    if accepted:
+        return True, max(new_dt, dt_nominal) if clipped else new_dt, False, tol
+    return False, new_dt, h <= min_step * (1 + 1e-12), tol
+
+
+@njit(cache=True)
 def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, params, dyn_start, dyn_mid, vs, tol,
                         reuse, integrate, max_attempts, counts, window):
     """:meth:`CenicIntegrator.advance_to` for a system of free bodies (:func:`cenic_gym.free_bodies.free_body_joints`)
-    without external systems, explicit forces or a fixed step, in one compiled call: the attempts of
-    :meth:`CenicIntegrator.step` (predict δt, full step and first half step from x^n, second half step from x^{n+½},
-    error estimate, accept or shrink), with the dynamics in closed form (:func:`free_body_dynamics`) instead of
+    without external systems, explicit forces or a fixed step, compiled: the attempts of :meth:`CenicIntegrator.step`
+    (predict δt, full step and first half step from x^n, second half step from x^{n+½}, error estimate, accept or
+    shrink: :func:`attempt_step_size` and :func:`step_outcome`, as there), with the dynamics in closed form (:func:`free_body_dynamics`) instead of
     Pinocchio and the contact query of :func:`prepare_kernel` (every pair in numba).
 
     clock = [t, δt, period δt] [s] and q, v are read and overwritten; control = (ε, min_step, max_step, error per
@@ -463,7 +485,6 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
     stops at the end of a step, and a call with ``first`` False continues exactly."""
     t, dt, period_dt = clock[0], clock[1], clock[2]
     accuracy, min_step, max_step, per_unit = control
-    order = ERROR_ORDER - 1 if per_unit else ERROR_ORDER
     q_full, v_full, q_half, v_half = np.empty_like(q), np.empty_like(v), np.empty_like(q), np.empty_like(v)
     q1, v1 = np.empty_like(q), np.empty_like(v)
     Jw0, M0, bias0 = dyn_start
@@ -476,16 +497,12 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
             break
         period_start = first
         first = False
-        first_attempt = True
+        predict = period_start
         n0 = -1  # x^n not prepared yet
         while True:
-            dt_nominal = dt
-            if period_start and first_attempt:
-                dt_nominal = period_start_step(dt_nominal, period_dt)
-            first_attempt = False
+            dt_nominal, h, clipped = attempt_step_size(dt, period_dt, predict, t_end - t)
+            predict = False
             attempts += 1
-            h = min(dt_nominal, t_end - t)
-            clipped = h < dt_nominal
             if n0 < 0:
                 free_body_dynamics(q, v, params, Jw0, M0, bias0)
                 n0, _, phi = prepare_kernel(q, v, Jw0, M0, h, vs, start)
@@ -504,8 +521,8 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
                                  v1, q1)
                 if ok:
                     err = max_abs_diff(q1, q_full)
-            step_tol = accuracy * h if per_unit else accuracy
-            new_dt, accepted = adjust_step_size(h, err, step_tol, min_step, max_step, order)
+            accepted, dt_next, at_min_step, step_tol = step_outcome(h, dt_nominal, clipped, err, accuracy, per_unit,
+                                                                    min_step, max_step)
             if accepted:
                 q[:] = q1
                 v[:] = v1
@@ -516,17 +533,17 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
                 window[1] = max(window[1], h)
                 window[3] += h
                 window[4] = h
-                dt = max(new_dt, dt_nominal) if clipped else new_dt
+                dt = dt_next
                 if period_start:
                     period_dt = dt
                 break
             counts[1] += 1
-            if h <= min_step * (1 + 1e-12):
+            if at_min_step:
                 window[5] = err
                 window[6] = step_tol
                 status = 1 if ok else 2
                 break
-            dt = new_dt
+            dt = dt_next
     clock[0], clock[1], clock[2] = t, dt, period_dt
     return status
 
@@ -805,15 +822,10 @@ class CenicIntegrator:
         period_start: this is the first step after the inputs changed (:meth:`advance_to` ``inputs_changed``): the
         first attempt is :func:`period_start_step`, and the step size proposed after its acceptance becomes the
         next period's ``period_dt``."""
-        first_attempt = True
+        predict = period_start and self.fixed_step is None
         while True:
-            remaining = t_end - self.t
-            dt_nominal = self.dt
-            if period_start and first_attempt and self.fixed_step is None:
-                dt_nominal = period_start_step(dt_nominal, self.period_dt)
-            first_attempt = False
-            dt = min(dt_nominal, remaining)
-            clipped = dt < dt_nominal
+            dt_nominal, dt, clipped = attempt_step_size(self.dt, self.period_dt, predict, t_end - self.t)
+            predict = False
             if not self.start.valid:
                 self._prepare(self.start, self.q, self.v, self.z, self.t, dt)
                 phi = self.start.phi_min
@@ -834,21 +846,20 @@ class CenicIntegrator:
                 q1, v1, z1, ok = self._icf(self.mid, 0.5 * dt, v_full)
                 if ok:
                     err = max_abs_diff(q1, q_full)
-            tol = self.accuracy * dt if self.error_per_unit_step else self.accuracy
-            new_dt, accepted = adjust_step_size(dt, err, tol, self.min_step, self.max_step,
-                                                ERROR_ORDER - 1 if self.error_per_unit_step else ERROR_ORDER)
+            accepted, dt_next, at_min_step, tol = step_outcome(dt, dt_nominal, clipped, err, self.accuracy,
+                                                               self.error_per_unit_step, self.min_step, self.max_step)
             if self.history is not None:
                 self.history.append((self.t, dt, accepted, err))
             if accepted:
                 self._accept(q1, v1, z1, dt, self.mid)
-                self.dt = max(new_dt, dt_nominal) if clipped else new_dt
+                self.dt = dt_next
                 if period_start:
                     self.period_dt = self.dt
                 return dt
             self._stats.rejected += 1
-            if dt <= self.min_step * (1 + 1e-12):
+            if at_min_step:
                 raise self._min_step_error(ok, err, tol)
-            self.dt = new_dt
+            self.dt = dt_next
 
     def _min_step_error(self, ok, err, tol):
         """The exception of an attempt rejected at min_step: :class:`AccuracyNotMetError` (error ``err`` above the

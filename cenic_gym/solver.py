@@ -461,10 +461,9 @@ def solve_partition(blocks, n):
 
 @njit(cache=True)
 def _cholesky_solve(L, b, blocks, mask):
-    """x = H⁻¹ b as a new array (:func:`cholesky_solve_into`; blocks empty: the dense factor of :func:`cholesky`)."""
+    """x = H⁻¹ b as a new array (:func:`cholesky_solve_into`; blocks empty: the dense factor of :func:`cholesky`,
+    whose one block never reads ``mask``)."""
     x = b.copy()
-    if blocks.shape[0] == 0:
-        mask = np.ones((1, 1), dtype=np.bool_)
     cholesky_solve_into(L, x, solve_partition(blocks, b.shape[0]), mask)
     return x
 

@@ -1,20 +1,17 @@
-"""Learning curve of the pick-and-place: SB3 PPO on CenicFranka-v0 (the config ``cenic_gym.train.configs``
-``CONFIGS["CenicFranka-v0"]["ppo"]``: TCP-translation + gripper actions, 100-step episodes, dense reward, some of
-the training episodes starting with the box grasped, or grasped and standing on the target).
+"""The Franka pick-and-place recipe, three seeds: learning curves, held-out success, and the shipped policy.
 
-    python benchmarks/learning_franka.py [--minutes 60] [--steps N] [--seed 0] [--workers 0] [--algo ppo|sac]
-                                         [--grasped-start P] [--placed-start P]
-                                         [--train-accuracy EPS] [--name NAME] [--final-episodes 20] [--no-results]
-                                         [--plot-only | --final-only]
+    python benchmarks/learning_franka.py [--seeds 0 1 2] [--parallel 2] [--episodes 50] [--plot-only]
 
-Trains for at most ``--minutes`` of wall time (or ``--steps`` env steps), evaluating every ``eval_every`` env steps
-on the UNMODIFIED task (``env_kwargs`` without the training aid; deterministic policy, ``eval_episodes`` episodes
-on a held-out seed stream): mean return and success rate (``info["is_success"]`` at the episode's end). Then the
-final model plays ``--final-episodes`` more held-out episodes (seeds 10 000, 10 001, ...). Writes
-``benchmarks/learning_franka.{png,json}``, the section ``franka-ppo`` of ``benchmarks/RESULTS.md`` and the final
-model in ``benchmarks/models/franka_pick_place_ppo/`` (``model.zip``, its observation normalizer and
-``run.json``: ``cenic-gym eval benchmarks/models/franka_pick_place_ppo/model.zip`` plays it); the run folder is
-``runs/learning_franka/<name>``. Every run already in the JSON stays (``--name`` keys it) and is plotted.
+Each seed runs exactly what a user runs, ``cenic-gym train CenicFranka-v0 --seed S`` (the env's default recipe:
+``CONFIGS["CenicFranka-v0"]["dagger"]``), in its own process, ``--parallel`` of them at a time (one thread each),
+into ``runs/learning_franka/seedS``; an interrupted seed continues from its last checkpoint (``--resume``), a
+finished one is kept. Then each final ``model.zip`` plays ``--episodes`` held-out episodes of the UNMODIFIED task
+(seeds 10 000, 10 001, …: default starts, success test and accuracy 1e-3, the network alone acting; what
+``cenic-gym eval`` does). Writes ``benchmarks/learning_franka.{json,png}`` (success and return against env steps
+and wall time; FetchPickAndPlace-v4's runs from ``benchmarks/fetch_pick_place.py`` beside them when that JSON key
+exists), the RESULTS.md section ``franka-learning``, and ships the best seed's model to
+``training/policies/CenicFranka-v0/`` (``model.zip``, its normalizer, ``run.json``, the ONNX export and the
+generated part of its README).
 """
 from __future__ import annotations
 
@@ -22,129 +19,215 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
+import time
+
+import numpy as np
 
 from bench_common import REPO, provenance, replace_marked_section
-from learning_curve import curve, plot, train_for
 
 ENV_ID = "CenicFranka-v0"
+FETCH_ID = "FetchPickAndPlace-v4"
+RUNS = REPO / "runs" / "learning_franka"
 OUT = REPO / "benchmarks" / "learning_franka"
-MODEL = REPO / "benchmarks" / "models" / "franka_pick_place_ppo" / "model.zip"  # with run.json: cenic-gym eval
+POLICY = REPO / "training" / "policies" / ENV_ID
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 FINAL_SEED = 10_000
 
 
-def train_run(a, run_dir):
-    """Train with the project's config (``--grasped-start`` / ``--placed-start`` override the training aids); returns
-    (wall s, cfg, path of the final model)."""
-    from cenic_gym.train import RunSpec, get_config
-
-    cfg = get_config(ENV_ID, a.algo)
-    for key in ("grasped_start", "placed_start", "accuracy"):
-        if getattr(a, key) is not None:
-            cfg["train_env_kwargs"] = dict(cfg["train_env_kwargs"], **{key: getattr(a, key)})
-    spec = RunSpec(ENV_ID, a.algo, "sb3", cfg["env_kwargs"], a.seed, a.steps or cfg["steps"], a.workers,
-                   max(cfg["num_envs"], a.workers), cfg["train_env_kwargs"])
-    wall, path = train_for(spec, cfg, run_dir, a.minutes)
-    return wall, cfg, path
+def train_command(seed, run_dir):
+    """The user's command for one seed (``--resume`` from the newest checkpoint of an interrupted run)."""
+    cmd = [sys.executable, "-m", "cenic_gym", "train", ENV_ID, "--seed", str(seed), "--out", str(run_dir),
+           "--no-progress"]
+    ckpts = sorted((run_dir / "checkpoints").glob("model_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1])) \
+        if run_dir.is_dir() else []
+    return cmd + (["--resume", str(ckpts[-1])] if ckpts else [])
 
 
-def section(name, run, command):
-    """The Markdown body of the RESULTS.md section of one run."""
-    ev = run["evals"]
-    cfg = run["config"]
-    lines = provenance("benchmarks/learning_franka.py", command, run["wall_s"], run["load_before"][0],
-                       ("stable-baselines3", "torch", "gymnasium"),
-                       note=f"; 1/5/15-min load {', '.join(f'{x:.1f}' for x in run['load_after'])} at end")
-    final = run["final"]
-    workers = run.get("workers", 0)
-    where = "in process" if not workers else f"over {workers} Ray workers"
+def train_seeds(seeds, parallel):
+    """Run the seeds' trainings, ``parallel`` processes at a time; returns {seed: wall s of this invocation}."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    todo = [s for s in seeds if not (RUNS / f"seed{s}" / "model.zip").is_file()]
+    running, walls = {}, {}
+    while todo or running:
+        while todo and len(running) < parallel:
+            s = todo.pop(0)
+            run_dir = RUNS / f"seed{s}"
+            run_dir.mkdir(parents=True, exist_ok=True)
+            log = open(run_dir / "train.log", "a")
+            running[s] = (subprocess.Popen(train_command(s, run_dir), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                           cwd=REPO), time.perf_counter(), log)
+        time.sleep(2.0)
+        for s, (proc, t0, log) in list(running.items()):
+            if proc.poll() is not None:
+                log.close()
+                if proc.returncode != 0:
+                    raise SystemExit(f"seed {s} failed (exit {proc.returncode}); see {RUNS / f'seed{s}' / 'train.log'}")
+                walls[s] = time.perf_counter() - t0
+                del running[s]
+    return walls
+
+
+def curve(run_dir):
+    """Each periodic evaluation of a run: env steps, training wall s, success rate, mean return."""
+    ev = np.load(run_dir / "eval" / "evaluations.npz")
+    return [dict(steps=int(s), wall_s=float(w), success_rate=float(np.mean(ok)), mean_return=float(np.mean(r)))
+            for s, w, ok, r in zip(ev["timesteps"], ev["wall"], ev["successes"], ev["results"])]
+
+
+def final_eval(seed, episodes):
+    from cenic_gym.train import evaluate
+
+    result = evaluate(RUNS / f"seed{seed}" / "model.zip", episodes=episodes, seed=FINAL_SEED)
+    return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return,
+                mean_length=float(np.mean(result.lengths)))
+
+
+def first_at(c, level=0.8):
+    """(env steps, wall s) of the first evaluation with a success rate ≥ ``level``, or None."""
+    hit = next((e for e in c if e["success_rate"] >= level), None)
+    return None if hit is None else (hit["steps"], hit["wall_s"])
+
+
+def plot(data, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    styles = {ENV_ID: "-", FETCH_ID: "--"}
+    for env_id, block in data.items():
+        if env_id not in styles:
+            continue
+        for run in block["runs"]:
+            c = run["curve"]
+            s = np.array([e["steps"] for e in c]) / 1e3
+            w = np.array([e["wall_s"] for e in c]) / 60
+            sr = np.array([e["success_rate"] for e in c])
+            label = f"{env_id} seed {run['seed']}"
+            line, = axes[0, 0].plot(s, sr, styles[env_id], marker="o", ms=3, label=label)
+            axes[0, 1].plot(w, sr, styles[env_id], marker="o", ms=3, color=line.get_color())
+            if env_id == ENV_ID:  # returns: our dense staged reward; Fetch's sparse one is on another scale
+                r = np.array([e["mean_return"] for e in c])
+                axes[1, 0].plot(s, r, styles[env_id], marker="o", ms=3, color=line.get_color())
+                axes[1, 1].plot(w, r, styles[env_id], marker="o", ms=3, color=line.get_color())
+    for ax in axes[0]:
+        ax.set_ylabel("evaluation success rate")
+        ax.set_ylim(-0.05, 1.05)
+    for ax in axes[1]:
+        ax.set_ylabel(f"{ENV_ID} evaluation return (200 steps)")
+    for ax in axes[:, 0]:
+        ax.set_xlabel("env steps [thousands]")
+    for ax in axes[:, 1]:
+        ax.set_xlabel("training wall time [min]")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8)
+    fig.suptitle("DAgger from a feedback teacher: CenicFranka-v0 pick-and-place (solid), FetchPickAndPlace-v4 "
+                 "(dashed)\nperiodic evaluations: 10 held-out episodes of the unmodified task, the network alone")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def table(block, name):
+    rows = ["| run | env steps | training wall [min] | first eval ≥ 0.8: steps / min | final success (held-out) "
+            "| final return |", "|---|---:|---:|---:|---:|---:|"]
+    for run in block["runs"]:
+        hit = first_at(run["curve"])
+        f = run["final"]
+        rows.append(f"| {name} seed {run['seed']} | {run['curve'][-1]['steps']} | {run['curve'][-1]['wall_s'] / 60:.1f} "
+                    f"| {'—' if hit is None else f'{hit[0]} / {hit[1] / 60:.1f}'} | {f['success_rate']:.2f} "
+                    f"({round(f['success_rate'] * f['episodes'])}/{f['episodes']}) | {f['mean_return']:.1f} |")
+    med = float(np.median([r["final"]["success_rate"] for r in block["runs"]]))
+    rows.append(f"| **{name} median of {len(block['runs'])}** | | | | **{med:.2f}** | |")
+    return rows, med
+
+
+def section(data, command, runtime, load0):
+    from cenic_gym.train import get_config
+
+    cfg = get_config(ENV_ID, "dagger")
+    ours = data[ENV_ID]
+    lines = provenance("benchmarks/learning_franka.py", command, runtime, load0,
+                       ("stable-baselines3", "torch", "gymnasium", "numba"))
     lines += [
-        f"Run `{name}`: SB3 PPO on `{ENV_ID}` for {run['wall_s'] / 60:.1f} min of wall time, {ev[-1]['steps']} env "
-        f"steps ({ev[-1]['steps'] / run['wall_s']:.0f} env steps/s with learning and evaluation included).",
-        f"Config (`cenic_gym/train/configs.py` `PICK_PLACE_PPO`): env `{cfg['env_kwargs']}`, training envs only "
-        f"`{cfg['train_env_kwargs']}`, {cfg['num_envs']} envs {where}, VecNormalize, PPO `{cfg['sb3']}`.",
-        "Evaluation: the unmodified task (no grasped or placed starts), deterministic policy, "
-        f"{cfg['eval_episodes']} episodes per point on held-out seeds; success = `info[\"is_success\"]` at the "
-        "episode's end (box within 2.5 cm of the target, upright, resting, released, still).", "",
-        "| env steps | wall [min] | eval return (100 steps) | eval success rate |",
-        "|---:|---:|---:|---:|"]
-    lines += [f"| {e['steps']} | {e['wall_s'] / 60:.1f} | {e['mean_return']:.1f} | {e['success_rate']:.2f} |"
-              for e in ev]
-    lines += ["", f"Final model, {final['episodes']} held-out episodes (seeds {FINAL_SEED}+): return "
-              f"{final['mean_return']:.1f}, success rate {final['success_rate']:.2f} "
-              f"(`cenic-gym eval benchmarks/models/{MODEL.parent.name}/{MODEL.name}`)."]
-    if final.get("terms"):
-        names = list(final["terms"])
-        lines += ["", "Its reward terms, summed over an episode and averaged over the episodes (scaled as in the "
-                  "reward):", "", "| " + " | ".join(names) + " |", "|" + "---:|" * len(names),
-                  "| " + " | ".join(f"{final['terms'][k]:.1f}" for k in names) + " |"]
-    lines += ["", "![learning curve](learning_franka.png)"]
+        f"Recipe: `cenic-gym train {ENV_ID} --seed S` (its default algo, `dagger`; `cenic_gym/train/configs.py` "
+        "`PICK_PLACE_DAGGER`): DAgger (`cenic_gym/train/dagger.py`) from the feedback teacher "
+        "`cenic_gym.envs.franka_box.CartesianExpert`, which reads the simulator's state; the network "
+        f"(SB3 SAC actor, {cfg['sb3']['policy_kwargs']['net_arch']}) sees only the observation. Action mode "
+        f"`{cfg['env_kwargs']}`; training and evaluation on the task's own starts, 200-step episodes and ε = 1e-3 "
+        f"(no training aids). DAgger: {cfg['dagger']['episodes_per_round']} episodes per round, β = "
+        f"{cfg['dagger']['beta0']}·{cfg['dagger']['beta_decay']}^round, {cfg['dagger']['gradient_steps']} Adam "
+        f"steps of {cfg['dagger']['batch_size']} per round, {cfg['steps']} env steps per seed.",
+        f"Seeds ran {ours['parallel']} at a time on the 2-core machine (one thread each), nothing else running. "
+        f"Final success: {ours['runs'][0]['final']['episodes']} held-out episodes (seeds {FINAL_SEED}…) of the "
+        "unmodified `CenicFranka-v0` (`cenic-gym eval runs/learning_franka/seedS/model.zip --episodes 50 --seed "
+        f"{FINAL_SEED}`); success = `info[\"is_success\"]` at the episode's end (box within 2.5 cm of the target, "
+        "upright, released, at rest).", ""]
+    rows, med = table(ours, ENV_ID)
+    lines += rows
+    if FETCH_ID in data:
+        fetch = data[FETCH_ID]
+        frows, fmed = table(fetch, FETCH_ID)
+        lines += ["", f"Side by side, the same DAgger code and hyperparameters and the same env-step budget on "
+                  f"Gymnasium-Robotics' `{FETCH_ID}` (MuJoCo {fetch['mujoco']}, gymnasium-robotics "
+                  f"{fetch['gymnasium_robotics']}, its own 50-step episodes; teacher `FetchTeacher` in "
+                  f"`benchmarks/fetch_pick_place.py`; `{fetch['command']}`, run in a separate venv beside one "
+                  "CenicFranka run):", ""] + frows
+    lines += ["", f"Median final success over the seeds: **{med:.2f}** on `{ENV_ID}`"
+              + (f", {fmed:.2f} on `{FETCH_ID}`." if FETCH_ID in data else "."),
+              "", "![learning curves](learning_franka.png)", "",
+              f"Shipped: the best seed's model in `training/policies/{ENV_ID}/` (its README, ONNX export and "
+              "sim-to-real report)."]
     return "\n".join(lines)
 
 
-def publish(name, run, path):
-    """Copy the final model (with its normalizer and run record) to benchmarks/models/ and write the RESULTS.md
-    section of run ``name``."""
-    MODEL.parent.mkdir(exist_ok=True)
-    for f in (path, path.with_name(path.stem + ".vecnormalize.pkl"), path.with_name("run.json")):
-        shutil.copy(f, MODEL.parent / f.name)
-    command = run.get("command", f"`python benchmarks/learning_franka.py --minutes 60 --workers 2 --name {name}`")
-    RESULTS.write_text(replace_marked_section(
-        RESULTS.read_text(), "franka-ppo", section(name, run, command),
-        heading="## Learning: PPO on the Franka pick-and-place (CenicFranka-v0)"))
+def ship(best_seed, data):
+    """Copy the best seed's model to training/policies/CenicFranka-v0 and export it to ONNX."""
+    from cenic_gym.sim2real.export import export_policy
+
+    POLICY.mkdir(parents=True, exist_ok=True)
+    run = RUNS / f"seed{best_seed}"
+    for name in ("model.zip", "model.vecnormalize.pkl", "run.json"):
+        shutil.copy(run / name, POLICY / name)
+    spec = json.loads((POLICY / "run.json").read_text())
+    errors = export_policy(POLICY / "model.zip", POLICY, ENV_ID, env_kwargs=spec["env_kwargs"])
+    run_info = next(r for r in data[ENV_ID]["runs"] if r["seed"] == best_seed)
+    (POLICY / "training.json").write_text(json.dumps(dict(seed=best_seed, curve=run_info["curve"],
+                                                          final=run_info["final"]), indent=1))
+    return errors
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--minutes", type=float, default=60.0)
-    p.add_argument("--steps", type=int, default=None, help="env steps (default: the config's)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=0, help="Ray actors for the training envs (0: in process)")
-    p.add_argument("--grasped-start", type=float, default=None,
-                   help="override the config's training-only grasped_start probability (0 switches it off)")
-    p.add_argument("--placed-start", type=float, default=None,
-                   help="override the config's training-only placed_start probability (0 switches it off)")
-    p.add_argument("--train-accuracy", dest="accuracy", type=float, default=None,
-                   help="the training envs' accuracy ε (the evaluation keeps the task's default, 1e-3)")
-    p.add_argument("--final-episodes", type=int, default=20)
-    p.add_argument("--name", default="ppo")
-    p.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
-    p.add_argument("--no-results", action="store_true", help="do not write RESULTS.md or the model (pilots)")
-    p.add_argument("--plot-only", action="store_true", help="redraw the plot from the JSON, no training")
-    p.add_argument("--final-only", action="store_true",
-                   help="no training: evaluate the final model of run --name again and rewrite its results")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--parallel", type=int, default=2, help="training processes at a time (default 2)")
+    p.add_argument("--episodes", type=int, default=50, help="held-out episodes per final model (default 50)")
+    p.add_argument("--plot-only", action="store_true", help="redraw the plot and section from the JSON")
     a = p.parse_args()
     js = OUT.with_suffix(".json")
-    summary = json.loads(js.read_text()) if js.exists() else {}
-    run_dir = REPO / "runs" / "learning_franka" / a.name
+    data = json.loads(js.read_text()) if js.is_file() else {}
+    t0, load0 = time.perf_counter(), os.getloadavg()[0]
+    command = "`python benchmarks/learning_franka.py " + " ".join(sys.argv[1:]) + "`"
     if not a.plot_only:
-        from cenic_gym.train import evaluate
-
-        if not a.final_only:
-            load0 = os.getloadavg()
-            if run_dir.exists():
-                shutil.rmtree(run_dir)
-            wall, cfg, path = train_run(a, run_dir)
-            summary[a.name] = dict(wall_s=wall, evals=curve(run_dir), load_before=load0, load_after=os.getloadavg(), workers=a.workers,
-                                   config=cfg, command="`python benchmarks/learning_franka.py "
-                                   + " ".join(sys.argv[1:]) + "`")
-        elif a.name not in summary:
-            raise SystemExit(f"--final-only: no run {a.name!r} in {js} (runs: {sorted(summary)})")
-        path = run_dir / "model.zip"
-        final = evaluate(path, episodes=a.final_episodes, seed=FINAL_SEED)
-        summary[a.name]["final"] = dict(episodes=a.final_episodes, mean_return=final.mean_return,
-                                        success_rate=final.success_rate, terms=final.mean_terms())
-        js.write_text(json.dumps(summary, indent=1, default=str))
-        print(final.summary(), final.mean_terms())
-        if not a.no_results:
-            publish(a.name, summary[a.name], path)
-    plot({k: v["evals"] for k, v in summary.items()}, OUT.with_suffix(".png"),
-         title="SB3 PPO, CenicFranka-v0 pick-and-place (deterministic evaluation on the plain task)",
-         return_label="eval return (100 steps)")
-    for k, v in summary.items():
-        print(k, f"{v['wall_s'] / 60:.1f} min", [(e["steps"], round(e["mean_return"], 1), e["success_rate"])
-                                                   for e in v["evals"]])
+        train_seeds(a.seeds, a.parallel)
+        runs = []
+        for s in a.seeds:
+            runs.append(dict(seed=s, curve=curve(RUNS / f"seed{s}"), final=final_eval(s, a.episodes)))
+            print(f"seed {s}: final success {runs[-1]['final']['success_rate']:.2f}", flush=True)
+        data[ENV_ID] = dict(runs=runs, parallel=a.parallel, command=command, runtime_s=time.perf_counter() - t0,
+                            load0=load0)
+        js.write_text(json.dumps(data, indent=1))
+        best = max(runs, key=lambda r: (r["final"]["success_rate"], r["final"]["mean_return"]))["seed"]
+        for path, err in ship(best, data).items():
+            print(f"exported {path}: reproduces the model's actions to {err:.1e}")
+    ours = data[ENV_ID]
+    plot(data, OUT.with_suffix(".png"))
+    RESULTS.write_text(replace_marked_section(
+        RESULTS.read_text(), "franka-learning", section(data, ours["command"], ours["runtime_s"], ours["load0"]),
+        heading=f"## Learning: the Franka pick-and-place ({ENV_ID}), three seeds, and FetchPickAndPlace side by side"))
+    print(f"wrote {OUT.with_suffix('.png')}, {js} and the RESULTS.md section franka-learning")
 
 
 if __name__ == "__main__":

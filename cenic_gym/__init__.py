@@ -46,16 +46,20 @@ def _register_envs():
     """Register the tasks with Gymnasium (ids -> ``cenic_gym.envs.<module>``; imported lazily by ``gym.make``)."""
     import gymnasium
 
-    specs = [("CenicFranka-v0", "franka_box:FrankaBoxEnv", 200, {}),
-             ("CenicFrankaGoal-v0", "franka_box:FrankaBoxEnv", 200, {"goal_conditioned": True,
-                                                                    "reward_type": "sparse"}),
-             ("CenicQuadruped-v0", "quadruped:QuadrupedEnv", 1000, {}),
-             ("CenicAllegro-v0", "allegro_cube:AllegroCubeEnv", 400, {}),
-             ("CenicSuction-v0", "suction_pick:SuctionPickEnv", 200, {})]
-    for env_id, entry, steps, kwargs in specs:
+    from gymnasium.envs.registration import WrapperSpec
+
+    # the goal-conditioned id: its GoalEnv API (compute_reward, ...) also on the wrapper gym.make returns
+    goal_api = (WrapperSpec("GoalEnvAPI", "cenic_gym.env:GoalEnvAPI", {}),)
+    specs = [("CenicFranka-v0", "franka_box:FrankaBoxEnv", 200, {}, ()),
+             ("CenicFrankaGoal-v0", "franka_box:FrankaBoxGoalEnv", 200, {"goal_conditioned": True,
+                                                                        "reward_type": "sparse"}, goal_api),
+             ("CenicQuadruped-v0", "quadruped:QuadrupedEnv", 1000, {}, ()),
+             ("CenicAllegro-v0", "allegro_cube:AllegroCubeEnv", 400, {}, ()),
+             ("CenicSuction-v0", "suction_pick:SuctionPickEnv", 200, {}, ())]
+    for env_id, entry, steps, kwargs, wrappers in specs:
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=f"cenic_gym.envs.{entry}", max_episode_steps=steps,
-                               kwargs=kwargs)
+                               kwargs=kwargs, additional_wrappers=wrappers)
 
 
 _register_envs()

@@ -2,7 +2,7 @@
 
     cenic-gym demo [--scene clutter] [--accuracy 1e-3] [--duration 2] [--out cenic_demo.png]
                         simulate a reference scene, print integrator statistics, plot step size and real-time rate
-    cenic-gym demo ENV_ID [--duration S] [--video cenic_demo.mp4] [--out cenic_demo.png]
+    cenic-gym demo ENV_ID [--duration S] [--video cenic_demo.mp4] [--out cenic_demo.png] [--policy DIR] [--seed N]
                         run an episode of a registered env (scripted policy where the task has one), write an MP4
                         and the CENIC plots (step size, real-time rate, contact force)
     cenic-gym work-precision [--scene sphere_drop] [--duration 1] [--out work_precision.png]
@@ -172,6 +172,10 @@ def build_parser():
                    help="a registered env (e.g. CenicFranka-v0): run an episode and write a video and the plots "
                         "instead of a reference scene")
     d.add_argument("--video", default="cenic_demo.mp4", help="MP4 of the ENV_ID demo (default: cenic_demo.mp4)")
+    d.add_argument("--policy", default=None, metavar="PATH",
+                   help="ENV_ID demo: a trained policy (a folder with model.zip and run.json, e.g. "
+                        "training/policies/CenicFranka-v0, or a checkpoint) instead of the scripted one")
+    d.add_argument("--seed", type=int, default=0, help="ENV_ID demo: the episode's seed (default: 0)")
     w = sub.add_parser("work-precision", help="work-precision curve of a reference scene",
                        description="Simulate a reference scene at ε = 1e-2, 1e-3, 1e-4 and at 1e-6 (the reference); "
                                    "print and plot wall time per simulated second against the final error.")

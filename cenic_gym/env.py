@@ -294,9 +294,14 @@ class CenicEnv(gym.Env):
                 self._viewer = rd.make_viewer(self.sim.system, c["viewer"], rd.Camera.from_config(c["camera"]))
         shapes = [self.sim.geometry_shape(i) for i in range(len(self.sim.system.geometries))]
         if self.render_mode == "rgb_array":
-            return self._viewer.render(self.sim.q, shapes)
+            return self._viewer.render(self.sim.q, shapes, self._render_markers())
         self._viewer.show(self.sim.q, shapes)
         return None
+
+    def _render_markers(self):
+        """The task's markers for rgb_array frames (:class:`cenic_gym.render.Marker`: goal regions and the like;
+        drawn, not simulated); none by default."""
+        return ()
 
     def close(self):
         if self._viewer is not None:
@@ -329,6 +334,28 @@ class CenicEnv(gym.Env):
         obs = self._observe()  # the observation to repeat after a failure (noise-free: no draw from the RNG)
         self._last_obs = {k: np.asarray(v, np.float32) for k, v in obs.items()} if isinstance(obs, dict) \
             else np.asarray(obs, np.float32)
+
+
+class GoalEnvAPI(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Puts a goal-conditioned env's GoalEnv API (``compute_reward`` / ``compute_terminated`` /
+    ``compute_truncated``, Gymnasium-Robotics) on the wrapper ``gym.make`` returns: Gymnasium 1.x wrappers forward no
+    attributes, and callers such as SB3's ``check_env`` call ``env.compute_reward`` on the env they are given.
+    Registered as an additional wrapper of the goal-conditioned ids (``CenicFrankaGoal-v0``); changes nothing else."""
+
+    def __init__(self, env):
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
+        if not callable(getattr(env.unwrapped, "compute_reward", None)):
+            raise TypeError(f"GoalEnvAPI wraps goal-conditioned envs (with compute_reward), got {env.unwrapped!r}")
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        return self.env.get_wrapper_attr("compute_reward")(achieved_goal, desired_goal, info)
+
+    def compute_terminated(self, achieved_goal, desired_goal, info):
+        return self.env.get_wrapper_attr("compute_terminated")(achieved_goal, desired_goal, info)
+
+    def compute_truncated(self, achieved_goal, desired_goal, info):
+        return self.env.get_wrapper_attr("compute_truncated")(achieved_goal, desired_goal, info)
 
 
 def _positive(name, value):

@@ -47,6 +47,18 @@ MESH_FACES, MESH_CELLS = 6000, 100
 
 
 @dataclass(frozen=True)
+class Marker:
+    """A task marker drawn into rgb_array frames only (not part of the physics): a goal region, a target pose.
+    ``kind``: "cylinder" (``size`` = (radius, half-height)), "sphere" ((radius,)) or "box" (half-extents); ``pos``
+    [m] world centre; ``rgba`` colour (translucent by default)."""
+
+    kind: str
+    pos: tuple
+    size: tuple
+    rgba: tuple = (0.1, 0.8, 0.2, 0.45)
+
+
+@dataclass(frozen=True)
 class Camera:
     """A free orbit camera (MuJoCo's ``mjvCamera``): it looks at ``lookat`` [m, world frame] from ``distance`` [m],
     ``azimuth`` [deg] about world z (0: looking along +x) and ``elevation`` [deg] (negative: from above).
@@ -354,11 +366,23 @@ class VisualTwin:
         cam.distance, cam.azimuth, cam.elevation = c.distance, c.azimuth, c.elevation
         return cam
 
-    def render(self, q, shapes=None):
-        """RGB image (height, width, 3) uint8 of the system at configuration ``q``."""
+    def render(self, q, shapes=None, markers=()):
+        """RGB image (height, width, 3) uint8 of the system at configuration ``q``, with the task's ``markers``
+        (:class:`Marker`) drawn as extra visual geometry of this frame."""
         renderer = self._gl()
         self.pose(q, shapes)
         renderer.update_scene(self.data, camera=self.mjv_camera())
+        mj, scene = self.mujoco, renderer.scene
+        kinds = {"cylinder": mj.mjtGeom.mjGEOM_CYLINDER, "sphere": mj.mjtGeom.mjGEOM_SPHERE,
+                 "box": mj.mjtGeom.mjGEOM_BOX}
+        for m in markers:
+            if scene.ngeom >= scene.maxgeom:
+                break
+            size = np.zeros(3)
+            size[:len(m.size)] = m.size
+            mj.mjv_initGeom(scene.geoms[scene.ngeom], kinds[m.kind], size, np.asarray(m.pos, float),
+                            np.eye(3).ravel(), np.asarray(m.rgba, np.float32))
+            scene.ngeom += 1
         return renderer.render()
 
     def close(self):

@@ -1,5 +1,5 @@
 """``cenic-gym demo ENV_ID``: run an episode of a registered env with its scripted policy (random actions where the
-task has none), write an MP4 of it and the CENIC plots (step size, real-time rate and contact force over time).
+task has none) or a trained one (``--policy``), write an MP4 of it and the CENIC plots (step size, real-time rate and contact force over time).
 
 The plots are in :mod:`cenic_gym.plots` (plain functions of recorded numbers, usable from benchmarks).
 """
@@ -22,7 +22,7 @@ MAX_DEMO_STEPS = 200
 class EnvDemoResult:
     """One demo episode. history: CENIC's (t, δt, accepted, error) per attempted step; t_end [s], rates (simulated /
     wall time of each env step), normal_force [N] (sum of |normal force| over the contacts of each env step's last
-    accepted CENIC step); render_s: wall time spent rendering; policy: "scripted" or "random"; success: the last
+    accepted CENIC step); render_s: wall time spent rendering; policy: "scripted", "random" or "learned (<path>)"; success: the last
     step's ``info["is_success"]``."""
 
     env_id: str
@@ -45,12 +45,27 @@ def scripted_policy(env_id, env):
     return scripted_policy_class(env_id)(env) if env_id in SCRIPTED_POLICIES else None
 
 
+def learned_policy(path):
+    """(policy, env options) of a trained policy: ``path`` is a policy folder holding ``model.zip`` (e.g.
+    ``training/policies/CenicFranka-v0``) or a checkpoint file; the env options are its run's (``run.json``)."""
+    from .sim2real.policy import load_policy
+    from .train.common import RunSpec
+
+    p = Path(path)
+    model = p / "model.zip" if p.is_dir() else p
+    if not model.exists():
+        raise ValueError(f"policy {str(path)!r}: no such file or folder (a policy folder with model.zip, or a .zip)")
+    spec = RunSpec.find(model)
+    return load_policy(str(model), spec.env_id), spec
+
+
 def run_env_demo(env_id, video="cenic_demo.mp4", plot="cenic_demo.png", duration=None, accuracy=1e-3, seed=0,
-                 width=640, height=480):
+                 width=640, height=480, policy=None):
     """Run ``env_id`` for ``duration`` simulated seconds (rounded to whole env steps, at least one; default: the
     episode, at most :data:`MAX_DEMO_STEPS` steps) at CENIC accuracy ``accuracy``; write the frames to ``video``
     (MP4 at the env's control rate, None: no video) and the
-    CENIC plots to ``plot`` (None: no plot). Returns an :class:`EnvDemoResult`."""
+    CENIC plots to ``plot`` (None: no plot). ``policy``: a trained policy (:func:`learned_policy`; the env gets its
+    run's options) instead of the task's scripted one. Returns an :class:`EnvDemoResult`."""
     import gymnasium as gym
 
     import cenic_gym  # noqa: F401  (registers the envs)
@@ -58,8 +73,14 @@ def run_env_demo(env_id, video="cenic_demo.mp4", plot="cenic_demo.png", duration
     if env_id not in gym.registry or not env_id.startswith("Cenic"):
         known = sorted(k for k in gym.registry if k.startswith("Cenic"))
         raise ValueError(f"unknown env {env_id!r}; choose one of {known}")
-    env = gym.make(env_id, accuracy=accuracy, render_mode="rgb_array" if video else None, render_width=width,
-                   render_height=height)
+    learned, env_kwargs = None, {}
+    if policy is not None:
+        learned, spec = learned_policy(policy)
+        if spec.env_id != env_id:
+            raise ValueError(f"policy {str(policy)!r} was trained on {spec.env_id}, not {env_id}")
+        env_kwargs = {k: v for k, v in spec.env_kwargs.items() if k != "accuracy"}
+    env = gym.make(env_id, **env_kwargs, accuracy=accuracy, render_mode="rgb_array" if video else None,
+                   render_width=width, render_height=height)
     u = env.unwrapped
     if duration is None:
         steps = min(env.spec.max_episode_steps or MAX_DEMO_STEPS, MAX_DEMO_STEPS)
@@ -69,9 +90,14 @@ def run_env_demo(env_id, video="cenic_demo.mp4", plot="cenic_demo.png", duration
     else:
         raise ValueError(f"duration must be a finite number > 0 [s], got {duration!r}")
     obs, _ = env.reset(seed=seed)
-    policy = scripted_policy(env_id, env)
-    if policy is not None:
-        policy.reset()
+    if learned is not None:
+        learned.reset(env)
+        policy, kind = learned, f"learned ({policy})"
+    else:
+        policy = scripted_policy(env_id, env)
+        kind = "random" if policy is None else "scripted"
+        if policy is not None:
+            policy.reset()
     env.action_space.seed(seed)
     u.sim.integrator.history = []  # record every attempted CENIC step of the episode (Simulator(record=True))
     frames, t_end, rates, force = [], [], [], []
@@ -101,7 +127,7 @@ def run_env_demo(env_id, video="cenic_demo.mp4", plot="cenic_demo.png", duration
     stats = dict(sim_time=u.sim.t, accepted=st.accepted, rejected=st.rejected, newton_iters=st.newton_iters,
                  min_dt=st.min_dt, max_dt=st.max_dt)
     result = EnvDemoResult(env_id, len(t_end), list(u.sim.history), np.array(t_end), np.array(rates),
-                           np.array(force), sim_s, render_s, "scripted" if policy is not None else "random",
+                           np.array(force), sim_s, render_s, kind,
                            success, stats)
     env.close()
     if video:
@@ -137,7 +163,10 @@ def main_env_demo(parser, a):
     video = a.video
     if not video.lower().endswith(".mp4"):
         parser.error(f"argument --video: {video!r} must end in .mp4")
-    r = run_env_demo(a.env, video, a.out, a.duration, a.accuracy)
+    try:
+        r = run_env_demo(a.env, video, a.out, a.duration, a.accuracy, seed=a.seed, policy=a.policy)
+    except (ValueError, FileNotFoundError) as e:
+        parser.error(str(e))
     st = r.stats
     print(f"{a.env}: {st['sim_time']:g} s simulated ({r.steps} env steps) at accuracy {a.accuracy:g}, "
           f"{r.policy} policy, success at the end: {r.success}")

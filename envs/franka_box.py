@@ -48,7 +48,8 @@ def default_config():
                            action_rate=-0.01, table_collision=-1.0),
         randomization=dict(box_mass=(0.25, 0.6), box_mu=(0.6, 1.2), table_mu=(0.35, 0.7), arm_kp_scale=(0.8, 1.2),
                            box_size_scale=(0.85, 1.15)),  # each side length scaled independently
-        goal_conditioned=False,  # dict observations for HER (observation / achieved_goal / desired_goal)
+        goal_conditioned=False,  # True: the goal-conditioned form, FrankaBoxGoalEnv (dict observations for HER:
+        # observation / achieved_goal / desired_goal, and the GoalEnv API compute_reward / compute_terminated / ...)
         task="pick_place",  # or "reach" (goal-conditioned curriculum rung: bring the TCP to the goal)
         reward_type="dense",  # "sparse" for the goal-conditioned form
         goal_threshold=0.025,
@@ -126,9 +127,14 @@ class FrankaBoxEnv(CenicEnv):
     | 18–21 | TCP orientation quaternion (x, y, z, w), w ≥ 0   | 38–40 | target: box centre at rest there [m]     |
     | 22–24 | box position [m]                                 | 41–48 | previous action                          |
 
-    With ``goal_conditioned=True`` the observation is a dict: ``observation`` (the 49 above), ``achieved_goal``
-    (box position; the TCP position for ``task="reach"``) and ``desired_goal`` (the target), as Gymnasium-Robotics
-    defines them; ``compute_reward`` / ``compute_terminated`` / ``compute_truncated`` are vectorized.
+    The goal-conditioned form is the subclass :class:`FrankaBoxGoalEnv` (``CenicFrankaGoal-v0``;
+    ``goal_conditioned=True`` given to this class, e.g. ``gym.make("CenicFranka-v0", goal_conditioned=True)``, builds
+    it too): its observation is a dict, ``observation`` (the 49 above), ``achieved_goal`` (box position; the TCP
+    position for ``task="reach"``) and ``desired_goal`` (the target), as Gymnasium-Robotics defines them, and only it
+    has the GoalEnv API: ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``, vectorized over leading
+    axes. This class (Box observations) has no goal API, so SB3 (``check_env``, HER) takes it for the plain env it
+    is. ``gym.make("CenicFrankaGoal-v0")`` also exposes the three methods on the returned wrapper
+    (:class:`cenic_gym.env.GoalEnvAPI`: Gymnasium 1.x wrappers forward no attributes).
 
     ## Rewards
 
@@ -151,8 +157,9 @@ class FrankaBoxEnv(CenicEnv):
     - action_rate (−0.01): ‖a − a_prev‖²
     - table_collision (−1): 1 when the hand or a finger touches the table
 
-    With ``goal_conditioned=True`` and ``reward_type="sparse"``: −1 until the goal is met (distance < 2.5 cm),
-    then 0 (for ``task="reach"``: TCP within 2.5 cm of the goal).
+    The goal-conditioned form's reward is its ``compute_reward(achieved_goal, desired_goal, info)`` of the
+    observation's goals (one term, ``goal``): with ``reward_type="sparse"`` −1 until the goal is met (distance <
+    ``goal_threshold``, 2.5 cm; for ``task="reach"``: the TCP within it of the goal), then 0; with "dense" −distance.
 
     ## Success
 
@@ -209,8 +216,18 @@ class FrankaBoxEnv(CenicEnv):
 
     CAMERA = dict(lookat=(0.3, -0.1, 0.25), distance=1.4, azimuth=215.0, elevation=-25.0)  # render default
 
+    def __new__(cls, *args, **kwargs):
+        """``FrankaBoxEnv(goal_conditioned=True, ...)`` (what ``gym.make("CenicFranka-v0", goal_conditioned=True)``
+        calls) builds a :class:`FrankaBoxGoalEnv`: the goal API exists only on the goal-conditioned form."""
+        if cls is FrankaBoxEnv and kwargs.get("goal_conditioned"):
+            cls = FrankaBoxGoalEnv
+        return super().__new__(cls)
+
     def __init__(self, **kwargs):
         cfg = {**default_config(), **kwargs}
+        if cfg["goal_conditioned"] and not isinstance(self, FrankaBoxGoalEnv):
+            raise ValueError(f"goal_conditioned=True is the goal-conditioned form: make it with "
+                             f"gym.make('CenicFrankaGoal-v0') or FrankaBoxGoalEnv, not {type(self).__name__}")
         if cfg["action_type"] not in ("joint_delta", "ee_delta"):
             raise ValueError(f"action_type must be 'joint_delta' or 'ee_delta', got {cfg['action_type']!r}")
         if cfg["task"] not in ("pick_place", "reach"):
@@ -232,12 +249,7 @@ class FrankaBoxEnv(CenicEnv):
         if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0):
             raise ValueError(f"reach_goal_range must be None or a finite half-width >= 0 [m], got {r!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (8,), np.float32)
-        obs = spaces.Box(-np.inf, np.inf, (49,), np.float32)
-        if cfg.get("goal_conditioned"):
-            goal = spaces.Box(-np.inf, np.inf, (3,), np.float32)
-            self.observation_space = spaces.Dict(observation=obs, achieved_goal=goal, desired_goal=goal)
-        else:
-            self.observation_space = obs
+        self.observation_space = spaces.Box(-np.inf, np.inf, (49,), np.float32)
         super().__init__(**kwargs)
 
     # -- scene ---------------------------------------------------------------------------------------------------
@@ -387,10 +399,7 @@ class FrankaBoxEnv(CenicEnv):
             s["q"][self.arm_q], s["v"][self.arm_v], [2.0 * s["q"][self.finger_q][0]],
             s["p_tcp"], quat_xyzw(s["R_tcp"]), s["p_box"], quat_xyzw(s["R_box"]), s["v_box"], s["w_box"],
             s["p_box"] - s["p_tcp"], self.target, self._prev_action])
-        if not self.config["goal_conditioned"]:
-            return obs
-        achieved = s["p_tcp"] if self.config["task"] == "reach" else s["p_box"]
-        return dict(observation=obs, achieved_goal=achieved.copy(), desired_goal=self.target.copy())
+        return obs
 
     def _obs_noise_scale(self):
         """Std at obs_noise=1: 0.005 rad joints, 0.05 rad/s joint speeds, 5 mm positions, 0.01 quaternions."""
@@ -419,10 +428,6 @@ class FrankaBoxEnv(CenicEnv):
     def _reward_terms(self, action, prev_action):
         c = self.config
         s = self._state()
-        if c["goal_conditioned"]:
-            obs = self._observe()
-            r = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], {}))
-            return {"goal": r}
         left, right, table = self._contacts()
         grasp = float(left and right)
         d_xy, tilt_box, dz, placed = self._placement(s)
@@ -470,6 +475,53 @@ class FrankaBoxEnv(CenicEnv):
         p = self.sim.body_pose("box")[0]
         return not (x0 <= p[0] <= x1 and y0 <= p[1] <= y1) or p[2] < 0.0
 
+    def _render_markers(self):
+        """The target region in rgb_array frames: a green disc of ``success_radius`` on the table where the box's
+        centre must come to rest, and a thin translucent post above it (visible behind the arm)."""
+        from cenic_gym.render import Marker
+
+        x, y = self.target[:2]
+        r = self.config["success_radius"]
+        return (Marker("cylinder", (x, y, 0.001), (r, 0.001), (0.1, 0.8, 0.2, 0.8)),
+                Marker("cylinder", (x, y, 0.2), (0.004, 0.2), (0.1, 0.8, 0.2, 0.3)))
+
+    # -- state ---------------------------------------------------------------------------------------------------
+    def _task_state(self):
+        return dict(target=self.target.copy(), params=dict(self.params))
+
+    def _set_task_state(self, state):
+        self.target = state["target"].copy()
+        self.params = dict(state["params"])
+        self.box_dims = np.array(self.params["box_size"])
+        self.rest_z = 0.5 * self.box_dims[2]
+
+
+class FrankaBoxGoalEnv(FrankaBoxEnv):
+    """The goal-conditioned form of :class:`FrankaBoxEnv` (``CenicFrankaGoal-v0``; the spec is FrankaBoxEnv's):
+    dict observations ``observation`` / ``achieved_goal`` / ``desired_goal`` and the Gymnasium-Robotics GoalEnv API
+    (``compute_reward`` / ``compute_terminated`` / ``compute_truncated``, vectorized) that HER relabels with. Every
+    option of FrankaBoxEnv applies; ``goal_conditioned`` is True (False raises ValueError)."""
+
+    def __init__(self, **kwargs):
+        if not kwargs.get("goal_conditioned", True):
+            raise ValueError("FrankaBoxGoalEnv is the goal-conditioned form (goal_conditioned=True); the plain "
+                             "(Box observation) form is FrankaBoxEnv, CenicFranka-v0")
+        super().__init__(**{**kwargs, "goal_conditioned": True})
+        goal = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+        self.observation_space = spaces.Dict(observation=self.observation_space, achieved_goal=goal,
+                                             desired_goal=goal)
+
+    def _observe(self):
+        s = self._state()
+        achieved = s["p_tcp"] if self.config["task"] == "reach" else s["p_box"]
+        return dict(observation=super()._observe(), achieved_goal=achieved.copy(), desired_goal=self.target.copy())
+
+    def _reward_terms(self, action, prev_action):
+        obs = self._observe()  # the goals as the observation holds them (float32): HER's relabelled rewards match
+        r = self.compute_reward(np.asarray(obs["achieved_goal"], np.float32),
+                                np.asarray(obs["desired_goal"], np.float32), {})
+        return {"goal": float(r)}
+
     # -- goal-conditioned API (Gymnasium-Robotics GoalEnv) ------------------------------------------------------
     def compute_reward(self, achieved_goal, desired_goal, info):
         """Vectorized over leading axes: sparse −1/0 at ``goal_threshold``, or −distance for reward_type="dense"."""
@@ -483,16 +535,6 @@ class FrankaBoxEnv(CenicEnv):
 
     def compute_truncated(self, achieved_goal, desired_goal, info):
         return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool) if np.ndim(achieved_goal) > 1 else False
-
-    # -- state ---------------------------------------------------------------------------------------------------
-    def _task_state(self):
-        return dict(target=self.target.copy(), params=dict(self.params))
-
-    def _set_task_state(self, state):
-        self.target = state["target"].copy()
-        self.params = dict(state["params"])
-        self.box_dims = np.array(self.params["box_size"])
-        self.rest_z = 0.5 * self.box_dims[2]
 
 
 def _floats(value, n, name):
@@ -552,3 +594,90 @@ class ScriptedExpert:
         self.q = panda_ik(e.system, p, self.R, q_init=self.q, frame=pc.TCP, tol=1e-8)
         dq = (self.q[e.arm_q] - np.asarray(e.arm.q_d)) / e.config["joint_delta_scale"]
         return np.concatenate([np.clip(dq, -1.0, 1.0), [grip]]).astype(np.float32)
+
+
+class CartesianExpert:
+    """A feedback pick-and-place policy for ``action_type="ee_delta"`` (translation deltas; the hand keeps its start
+    orientation): each call reads the current state and returns the action that moves the TCP toward the
+    sub-goal of the stage that state is in, so it can act from any state, not only along its own path (what
+    DAgger needs of a teacher: it labels the states a learner visits).
+
+    Stages, decided from the state alone (the previous action's gripper command included, which the observation
+    holds): not holding the box → above the grasp point (8 cm over it; straight up first when lower and off to the
+    side), down to the grasp point, close (both fingers touching = held); held → lift the box to ``LIFT`` above the
+    table, carry it over the target, lower it until it stands on the table; placed (within ``PLACE_XY`` of the
+    target, resting, upright) → open, then retreat ``RETREAT`` above the box top and hold still. Each translation
+    action is (sub-goal − TCP) / ``ee_delta_scale[0]``, clipped to ±1; rotation actions are 0."""
+
+    LIFT = 0.10  # box bottom above the table while carrying [m]
+    ABOVE = 0.08  # approach height of the TCP over the grasp point [m]
+    RETREAT = 0.10  # TCP above the placed box's top after letting go [m]
+    ALIGN_XY = 0.008  # TCP-to-grasp-point (horizontal) within which the hand descends [m]
+    CLOSE_AT = 0.008  # TCP-to-grasp-point distance at which the fingers close [m]
+    LOWER_XY = 0.008  # box-to-target (horizontal) within which the carried box is lowered [m]
+    PLACE_XY = 0.015  # box-to-target within which a box resting on the table is let go [m]
+    CARRY_SPEED = 0.5  # translation action bound while holding the box (a fraction of ee_delta_scale)
+    MAX_TILT = 0.08  # the carried box is lowered only when tilted less than this [rad]
+    JERK = 0.25  # largest change of a translation action per step (smooth starts and stops: the box swings)
+    ALIGN_YAW = 0.05  # hand-to-box yaw error within which the hand descends [rad]
+
+    def __init__(self, env):
+        self.env = env.unwrapped
+        c = self.env.config
+        if c["action_type"] != "ee_delta" or c["task"] != "pick_place":
+            raise ValueError("CartesianExpert drives action_type='ee_delta', task='pick_place'; got "
+                             f"action_type={c['action_type']!r}, task={c['task']!r}")
+        self.scale, self.rot_scale = c["ee_delta_scale"]
+        if self.rot_scale <= 0.0:
+            raise ValueError("CartesianExpert turns the hand to the box's yaw: ee_delta_scale[1] must be > 0, got "
+                             f"{self.rot_scale!r}")
+
+    def reset(self):
+        """Nothing to reset: the policy is a function of the state."""
+
+    def __call__(self, obs=None):
+        e = self.env
+        s = e._state()
+        left, right, _ = e._contacts()
+        d_xy, tilt_box, dz, _ = e._placement(s)
+        p_tcp, grasp = s["p_tcp"], e._grasp_point(s)
+        top = s["p_box"][2] + 0.5 * e.box_dims[2]
+        closing = e._prev_action[7] < 0.0
+        bound = 1.0
+        hand_yaw = math.atan2(s["R_tcp"][1, 0], s["R_tcp"][0, 0])
+        yaw = hand_yaw  # the hand's yaw to hold; while reaching for the box: the box's, the closer of its two
+        box_yaw = math.atan2(s["R_box"][1, 0], s["R_box"][0, 0])
+        yaw_error = (box_yaw - hand_yaw + 0.5 * math.pi) % math.pi - 0.5 * math.pi  # both are half-turn symmetric
+        resting = abs(dz) < 0.004 and tilt_box < 0.2
+        if resting and d_xy < self.PLACE_XY:  # placed: let go, then retreat above it
+            grip = 1.0
+            goal = p_tcp.copy()
+            if not (left or right):
+                goal[2] = top + self.RETREAT
+        elif left and right:  # held: lift, carry over the target, lower onto the table
+            grip, bound = -1.0, self.CARRY_SPEED
+            over = e.target[:2]  # the TCP over the target: the grasp point is on the box's axis
+            carry_z = p_tcp[2] + (self.LIFT - dz)
+            if d_xy > self.LOWER_XY or tilt_box > self.MAX_TILT:
+                xy = over if dz > self.LIFT - 0.03 or d_xy < 0.05 else p_tcp[:2]
+                goal = np.array([*xy, carry_z])
+            else:
+                goal = np.array([*over, p_tcp[2] - dz - 0.002])  # down until the box stands on the table
+        else:  # not holding it: approach, descend, close
+            d = float(np.linalg.norm(grasp - p_tcp))
+            off = float(np.linalg.norm((grasp - p_tcp)[:2]))
+            if closing and d < 2.0 * self.CLOSE_AT:
+                grip, goal = -1.0, grasp  # keep closing until both fingers touch
+            elif d < self.CLOSE_AT:
+                grip, goal = -1.0, grasp
+            elif off < self.ALIGN_XY and abs(yaw_error) < self.ALIGN_YAW:
+                grip, goal, yaw = 1.0, grasp, hand_yaw + yaw_error
+            else:
+                grip, yaw = 1.0, hand_yaw + yaw_error
+                above = grasp + np.array([0.0, 0.0, self.ABOVE])
+                goal = above if p_tcp[2] > grasp[2] + 0.5 * self.ABOVE else np.array([*p_tcp[:2], above[2]])
+        prev = e._prev_action[:3]
+        move = np.clip(np.clip((goal - p_tcp) / self.scale, -bound, bound), prev - self.JERK, prev + self.JERK)
+        R_goal = pin.utils.rpyToMatrix(0.0, 0.0, yaw) @ pc.HAND_DOWN  # hand down at that yaw
+        turn = np.clip(pin.log3(R_goal @ s["R_tcp"].T) / self.rot_scale, -1.0, 1.0)
+        return np.array([*move, *turn, 0.0, grip], dtype=np.float32)

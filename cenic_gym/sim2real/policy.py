@@ -198,7 +198,8 @@ DEFAULT_SCRIPTED_ENV = {"scripted": "CenicFranka-v0", "trot": "CenicQuadruped-v0
 def load_sb3(path):
     """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, A2C, SAC, TD3, DDPG, with or without HER: the
     algorithm is read from the file's policy class); the ``VecNormalize`` statistics are loaded from
-    ``<stem>.vecnormalize.pkl`` beside it when present."""
+    ``<stem>.vecnormalize.pkl`` beside it, or from SB3's ``model_vecnormalize_<n>_steps.pkl`` beside a checkpoint
+    ``model_<n>_steps.zip``, when present."""
     import json
     import pickle
     import zipfile
@@ -225,7 +226,9 @@ def load_sb3(path):
     custom = dict(replay_buffer_class=None, replay_buffer_kwargs={}, buffer_size=1) if algo in (sb3.SAC, sb3.TD3) \
         else None
     model = algo.load(str(path), device="cpu", custom_objects=custom)
-    norm_path = path.with_name(path.stem + ".vecnormalize.pkl")
+    from ..train.common import normalizer_path  # beside a final model.zip, or SB3's name for a checkpoint's
+
+    norm_path = normalizer_path(path)
     vecnormalize = None
     if norm_path.exists():
         with open(norm_path, "rb") as f:

@@ -1,7 +1,7 @@
 """``cenic-gym`` subcommands for envs and training: ``list``, ``train``, ``eval``, ``bench``.
 
     cenic-gym list                          registered envs, one line each
-    cenic-gym train ENV --algo ppo|sac [--backend sb3|rllib] [--workers N] [--steps N] [--out DIR] [--resume CKPT]
+    cenic-gym train ENV [--algo ppo|sac|dagger] [--backend sb3|rllib] [--workers N] [--steps N] [--out DIR] [--resume CKPT]
     cenic-gym eval CHECKPOINT [--episodes N]   plain episode evaluation of a training checkpoint
     cenic-gym bench ENV [--steps N]         env steps/s with random actions, in this process, one thread
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import gymnasium as gym
 
 from ..argtypes import integer_at_least
-from .configs import ALGOS, BACKENDS, CONFIGS
+from .configs import ALGOS, BACKENDS, CONFIGS, DEFAULT_ALGOS, default_algo
 
 
 def cenic_ids():
@@ -69,6 +69,8 @@ def _train(a):
     from . import train
     from .common import ensure_ray
 
+    if a.algo is None:
+        a.algo = default_algo(a.env)
     if a.algo not in CONFIGS[a.env]:
         a.parser.error(f"argument --algo: {a.algo!r} has no config for {a.env}; choose one of {sorted(CONFIGS[a.env])}")
     if a.backend == "rllib" and a.algo != "ppo":
@@ -110,7 +112,9 @@ def add_subcommands(sub):
                        description="Train with the per-env config of cenic_gym/train/configs.py; writes run.json, "
                                    "TensorBoard logs (tb/), checkpoints, evaluations and the final model to --out.")
     p.add_argument("env", choices=sorted(CONFIGS), metavar="ENV", help=f"one of {', '.join(sorted(CONFIGS))}")
-    p.add_argument("--algo", choices=ALGOS, default="ppo", help="ppo or sac (default: ppo)")
+    defaults = ", ".join(f"{env} {algo}" for env, algo in DEFAULT_ALGOS.items())
+    p.add_argument("--algo", choices=ALGOS, default=None,
+                   help=f"{', '.join(ALGOS)} (default: the env's recipe: {defaults}; ppo for the others)")
     p.add_argument("--backend", choices=BACKENDS, default="sb3", help="sb3 or rllib (default: sb3)")
     p.add_argument("--workers", type=integer_at_least(0), default=0,
                    help="Ray actors / env runners, one CPU each (0: step the envs in this process; default 0)")

@@ -75,6 +75,17 @@ def check_positive_int(name, value, minimum=1):
     return int(value)
 
 
+def normalizer_path(checkpoint) -> Path:
+    """Where the observation-normalization statistics of an SB3 checkpoint are: ``<stem>.vecnormalize.pkl`` beside
+    it (the final ``model.zip``; what ``cenic_gym.sim2real`` loads too), else SB3's checkpoint name
+    (``model_<n>_steps.zip`` -> ``model_vecnormalize_<n>_steps.pkl``)."""
+    p = Path(checkpoint)
+    beside = p.with_name(p.stem + ".vecnormalize.pkl")
+    if beside.is_file() or not p.name.startswith("model_"):
+        return beside
+    return p.with_name(p.name.replace("model_", "model_vecnormalize_", 1)).with_suffix(".pkl")
+
+
 @dataclass
 class EvalResult:
     """Plain evaluation: ``returns`` and ``lengths`` per episode, ``successes`` (``info["is_success"]`` at the

@@ -67,8 +67,22 @@ PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_T
                       sb3=dict(_SAC["sb3"], learning_rate=3e-4, gamma=0.98, tau=0.005, learning_starts=5_000,
                                train_freq=2, gradient_steps=1))
 
+# The pick-and-place by DAgger from the feedback teacher envs.franka_box.CartesianExpert (cenic_gym.train.dagger):
+# TCP translation deltas of 3 cm and rotation deltas of 0.15 rad per step at |a| = 1 from the MEASURED TCP (the
+# target never leads the hand by more than a step), the gripper; the task's own 200-step episodes, accuracy and
+# starts for training and evaluation alike (no training aids).
+PICK_PLACE_CARTESIAN = dict(action_type="ee_delta", ee_delta_scale=(0.03, 0.15), ee_delta_origin="measured")
+PICK_PLACE_DAGGER = dict(
+    num_envs=1, steps=100_000, env_kwargs=PICK_PLACE_CARTESIAN, train_env_kwargs={}, eval_every=10_000,
+    eval_episodes=10, checkpoint_every=20_000, normalize=True,
+    sb3=dict(policy_kwargs=dict(net_arch=[256, 256])),
+    dagger=dict(teacher="cenic_gym.envs.franka_box:CartesianExpert", episodes_per_round=10, beta0=1.0,
+                beta_decay=0.5, noise=0.0, gradient_steps=500, batch_size=256, learning_rate=1e-3),
+)
+
 CONFIGS: dict[str, dict[str, dict]] = {
     "CenicFranka-v0": {
+        "dagger": PICK_PLACE_DAGGER,
         "ppo": PICK_PLACE_PPO,
         "sac": PICK_PLACE_SAC,
     },
@@ -98,7 +112,14 @@ CONFIGS: dict[str, dict[str, dict]] = {
     },
 }
 
-ALGOS = ("ppo", "sac")
+ALGOS = ("ppo", "sac", "dagger")
+# the algo `cenic-gym train ENV` runs when --algo is not given: the env's recipe that learns its task; PPO elsewhere
+DEFAULT_ALGOS = {"CenicFranka-v0": "dagger", "CenicFrankaGoal-v0": "sac"}
+
+
+def default_algo(env_id: str) -> str:
+    """The algo of ``env_id``'s recipe (``DEFAULT_ALGOS``, else "ppo")."""
+    return DEFAULT_ALGOS.get(env_id, "ppo")
 BACKENDS = ("sb3", "rllib")
 
 

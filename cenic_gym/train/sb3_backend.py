@@ -7,7 +7,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from .common import EvalResult, RunSpec, ensure_ray, limit_threads, run_episodes
+from .common import EvalResult, RunSpec, ensure_ray, limit_threads, normalizer_path, run_episodes
 
 MODEL_FILE = "model.zip"
 EVAL_SEED_OFFSET = 1_000_003  # periodic evaluation episodes: held-out seeds
@@ -16,7 +16,7 @@ EVAL_SEED_OFFSET = 1_000_003  # periodic evaluation episodes: held-out seeds
 def _algo_class(algo):
     from stable_baselines3 import PPO, SAC
 
-    return {"ppo": PPO, "sac": SAC}[algo]
+    return {"ppo": PPO, "sac": SAC, "dagger": SAC}[algo]  # DAgger trains an SAC actor (cenic_gym.train.dagger)
 
 
 def _env_factory(spec: RunSpec, training: bool = False):
@@ -105,17 +105,6 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
         venv.close()
         eval_env.close()
     return path
-
-
-def normalizer_path(checkpoint) -> Path:
-    """Where the observation-normalization statistics of an SB3 checkpoint are: ``<stem>.vecnormalize.pkl`` beside
-    it (the final ``model.zip``; what ``cenic_gym.sim2real`` loads too), else SB3's checkpoint name
-    (``model_<n>_steps.zip`` -> ``model_vecnormalize_<n>_steps.pkl``)."""
-    p = Path(checkpoint)
-    beside = p.with_name(p.stem + ".vecnormalize.pkl")
-    if beside.is_file() or not p.name.startswith("model_"):
-        return beside
-    return p.with_name(p.name.replace("model_", "model_vecnormalize_", 1)).with_suffix(".pkl")
 
 
 def evaluate(checkpoint: str, spec: RunSpec, episodes: int, seed: int = 0) -> EvalResult:

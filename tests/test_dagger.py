@@ -1,0 +1,117 @@
+"""The Franka pick-and-place recipe's parts (CI-sized): the feedback teacher solves the task from the default
+starts and from states it did not lead to; DAgger's plumbing (the network fits the teacher, checkpoints, a resumed
+run continues bit for bit, evaluation and ONNX export of the saved model); the CLI's per-env default algo."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import cenic_gym  # noqa: F401
+from cenic_gym.envs.franka_box import CartesianExpert
+from cenic_gym.train import evaluate, get_config, train
+from cenic_gym.train.configs import PICK_PLACE_CARTESIAN, default_algo
+
+pytest.importorskip("stable_baselines3")
+
+
+def _episode(env, policy, seed, steps=200):
+    env.reset(seed=seed)
+    info = {}
+    for _ in range(steps):
+        _, _, terminated, truncated, info = env.step(policy())
+        if terminated or truncated:
+            break
+    return info
+
+
+def test_cartesian_teacher_solves_the_plain_task():
+    env = gym.make("CenicFranka-v0", **PICK_PLACE_CARTESIAN)
+    teacher = CartesianExpert(env)
+    assert all(_episode(env, teacher, seed)["is_success"] for seed in (3, 4, 5))
+
+
+def test_cartesian_teacher_recovers_from_a_perturbed_state():
+    """Random actions for 1 s (the arm wanders, the gripper opens and closes), then the teacher takes over: it acts
+    from the state it finds, which is what DAgger asks of a teacher."""
+    env = gym.make("CenicFranka-v0", **PICK_PLACE_CARTESIAN)
+    teacher = CartesianExpert(env)
+    rng = np.random.default_rng(0)
+    env.reset(seed=11)
+    for _ in range(20):
+        env.step(rng.uniform(-1, 1, 8).astype(np.float32))
+    info = {}
+    for _ in range(180):
+        _, _, terminated, truncated, info = env.step(teacher())
+        if terminated or truncated:
+            break
+    assert info["is_success"]
+
+
+def test_cartesian_teacher_rejects_other_action_types():
+    with pytest.raises(ValueError, match="ee_delta"):
+        CartesianExpert(gym.make("CenicFranka-v0"))
+    with pytest.raises(ValueError, match="ee_delta_scale"):
+        CartesianExpert(gym.make("CenicFranka-v0", action_type="ee_delta", ee_delta_scale=(0.03, 0.0)))
+
+
+SMALL = dict(env_kwargs={"max_episode_steps": 60}, eval_every=120, checkpoint_every=120, eval_episodes=1,
+             dagger=dict(episodes_per_round=1, gradient_steps=40, batch_size=32))
+
+
+def _actor_params(path):
+    from stable_baselines3 import SAC
+
+    return [p.detach().numpy().copy() for p in SAC.load(path, device="cpu").actor.parameters()]
+
+
+def test_dagger_fits_checkpoints_resumes_bit_for_bit_and_exports(tmp_path):
+    full = train("CenicFranka-v0", "dagger", steps=180, out=tmp_path / "full", overrides=SMALL, progress=False)
+    run = tmp_path / "full"
+    names = sorted(p.name for p in (run / "checkpoints").iterdir())
+    assert names == ["dagger_model_120_steps.json", "dagger_model_120_steps.npz", "model_120_steps.zip",
+                     "model_vecnormalize_120_steps.pkl"]
+    assert (run / "model.vecnormalize.pkl").is_file() and (run / "dagger_model.npz").is_file()
+    spec = json.loads((run / "run.json").read_text())
+    assert spec["algo"] == "dagger" and spec["env_kwargs"]["action_type"] == "ee_delta"
+    ev = np.load(run / "eval" / "evaluations.npz")
+    assert list(ev["timesteps"]) == [120, 180] and np.all(np.diff(ev["wall"]) > 0)
+    data = np.load(run / "dagger_model.npz")
+    assert data["obs"].shape == (180, 49) and data["act"].shape == (180, 8)
+
+    # the network fits the teacher: its actions on the data set are much closer to the labels than at the start
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from cenic_gym.sim2real.policy import load_sb3
+
+    model, norm = load_sb3(full)
+    assert isinstance(norm, VecNormalize)
+    fitted = model.predict(norm.normalize_obs(data["obs"]), deterministic=True)[0]
+    assert np.mean((fitted - data["act"]) ** 2) < 0.5 * np.mean(data["act"] ** 2)
+
+    # a run resumed from the 120-step checkpoint ends with the same network, bit for bit
+    resumed = train("CenicFranka-v0", "dagger", steps=180, out=tmp_path / "resumed", overrides=SMALL,
+                    progress=False, resume=str(run / "checkpoints" / "model_120_steps.zip"))
+    for a, b in zip(_actor_params(full), _actor_params(resumed)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(np.load(tmp_path / "resumed" / "dagger_model.npz")["act"], data["act"])
+
+    result = evaluate(full, episodes=1, seed=5)
+    assert result.lengths == [60] and np.isfinite(result.mean_return)
+
+    pytest.importorskip("onnxruntime")
+    from cenic_gym.sim2real.export import export_policy
+
+    errors = export_policy(full, tmp_path / "exported", env_id="CenicFranka-v0", env_kwargs=spec["env_kwargs"])
+    assert any(str(p).endswith(".onnx") for p in errors) and max(errors.values()) <= 1e-5
+
+
+def test_dagger_config_is_the_plain_task_and_the_default_algo():
+    cfg = get_config("CenicFranka-v0", "dagger")
+    assert cfg["train_env_kwargs"] == {}  # no training aids: trained on the task it is evaluated on
+    assert "max_episode_steps" not in cfg["env_kwargs"] and "accuracy" not in cfg["env_kwargs"]
+    assert default_algo("CenicFranka-v0") == "dagger" and default_algo("CenicQuadruped-v0") == "ppo"
+    with pytest.raises(ValueError, match="one env in this process"):
+        train("CenicFranka-v0", "dagger", steps=10, workers=1, out="/nonexistent/x", progress=False)

@@ -160,7 +160,8 @@ def section(data, command, runtime, load0):
         f"(no training aids). DAgger: {cfg['dagger']['episodes_per_round']} episodes per round, β = "
         f"{cfg['dagger']['beta0']}·{cfg['dagger']['beta_decay']}^round, {cfg['dagger']['gradient_steps']} Adam "
         f"steps of {cfg['dagger']['batch_size']} per round, {cfg['steps']} env steps per seed.",
-        f"Seeds ran {ours['parallel']} at a time on the 2-core machine (one thread each), nothing else running. "
+        f"Seeds ran {ours['parallel']} at a time on the 2-core machine (one thread each); besides them: "
+        f"{ours.get('note', 'nothing')}. "
         f"Final success: {ours['runs'][0]['final']['episodes']} held-out episodes (seeds {FINAL_SEED}…) of the "
         "unmodified `CenicFranka-v0` (`cenic-gym eval runs/learning_franka/seedS/model.zip --episodes 50 --seed "
         f"{FINAL_SEED}`); success = `info[\"is_success\"]` at the episode's end (box within 2.5 cm of the target, "
@@ -193,10 +194,77 @@ def ship(best_seed, data):
         shutil.copy(run / name, POLICY / name)
     spec = json.loads((POLICY / "run.json").read_text())
     errors = export_policy(POLICY / "model.zip", POLICY, ENV_ID, env_kwargs=spec["env_kwargs"])
+    (POLICY / "model.pt").unlink()  # the TorchScript twin of model.onnx: not shipped (1.6 MB)
+    errors = {k: v for k, v in errors.items() if k.endswith(".onnx")}
     run_info = next(r for r in data[ENV_ID]["runs"] if r["seed"] == best_seed)
     (POLICY / "training.json").write_text(json.dumps(dict(seed=best_seed, curve=run_info["curve"],
                                                           final=run_info["final"]), indent=1))
     return errors
+
+
+def write_policy_readme(run, spec, data):
+    """The shipped policy's README: what it is, how it was trained, its evaluation and curve (numbers from this run)."""
+    from cenic_gym.train import get_config
+
+    cfg = get_config(ENV_ID, "dagger")
+    f, c = run["final"], run["curve"]
+    med = float(np.median([r["final"]["success_rate"] for r in data[ENV_ID]["runs"]]))
+    text = f"""# {ENV_ID}: a learned pick-and-place policy
+
+An MLP (two hidden layers of {cfg['sb3']['policy_kwargs']['net_arch'][0]}, SB3 SAC actor; its deterministic action)
+that picks the box from its random start pose and places it upright in the target region of the plain
+`{ENV_ID}` task, then lets go, at 20 Hz. It acts in the env's Cartesian mode, `{json.dumps(spec['env_kwargs'])}`:
+actions 0–2 move the TCP by up to 3 cm per step from where it is measured, 3–5 turn the hand by up to 0.15 rad, 7
+opens (+1) or closes (−1) the gripper. Its observation is the task's 49 numbers (no privileged state).
+
+## How it was trained
+
+    cenic-gym train {ENV_ID} --seed {run['seed']}
+
+The env's default recipe (`cenic_gym/train/configs.py`, `PICK_PLACE_DAGGER`): DAgger (`cenic_gym/train/dagger.py`)
+from the feedback teacher `cenic_gym.envs.franka_box.CartesianExpert`, which reads the simulator's state (contacts,
+box pose) and can act from any state the learner reaches. {cfg['steps']} env steps on the task's own start
+distribution, 200-step episodes and accuracy ε = 1e-3 (no training aids): {c[-1]['wall_s'] / 60:.1f} min of wall
+time on one core of a 2-core machine (another seed trained on the other core). This is seed {run['seed']}, the best of
+the {len(data[ENV_ID]['runs'])} seeds of `python benchmarks/learning_franka.py`; the median seed's held-out success
+is {med:.2f} (`benchmarks/RESULTS.md`, "Learning: the Franka pick-and-place").
+
+![learning curve](curve.png)
+
+## Evaluation
+
+    cenic-gym eval training/policies/{ENV_ID}/model.zip --episodes 50 --seed {FINAL_SEED}
+
+{f['episodes']} held-out episodes of the unmodified task (default starts, success test and accuracy; the network
+alone acting): success rate **{f['success_rate']:.2f}**, mean return {f['mean_return']:.1f}. Any other `--seed`
+gives other held-out episodes.
+
+    cenic-gym demo {ENV_ID} --policy training/policies/{ENV_ID} --video franka_policy.mp4
+
+plays one episode into a video (the target region drawn in green) and the CENIC plots (step size, real-time rate,
+contact force).
+
+## Files
+
+| file | what |
+|---|---|
+| `model.zip`, `model.vecnormalize.pkl` | the SB3 model and its observation statistics (`stable_baselines3.SAC.load`) |
+| `run.json` | the run record: env id and the options it was trained and is evaluated with (`cenic-gym eval` reads it) |
+| `model.onnx` | the exported policy, normalization folded in: raw observation (49,) float32 → action (8,) (`cenic-gym sim2real export`, checked against the SB3 model to 1e-5; it also writes a TorchScript `model.pt`, not shipped) |
+| `training.json`, `curve.png` | this seed's periodic evaluations (10 held-out episodes each) and the final one |
+| `report/` | its sim-to-real report (`cenic-gym sim2real report`; `benchmarks/RESULTS.md`, "Sim-to-real: the learned Franka policy") |
+
+Running it without this package (onnxruntime):
+
+```python
+import numpy as np, onnxruntime as ort
+session = ort.InferenceSession("training/policies/{ENV_ID}/model.onnx")
+action = session.run(None, {{session.get_inputs()[0].name: obs.astype(np.float32)[None]}})[0][0]
+```
+
+Generated by `python benchmarks/learning_franka.py`.
+"""
+    (POLICY / "README.md").write_text(text)
 
 
 def main():
@@ -205,9 +273,11 @@ def main():
     p.add_argument("--parallel", type=int, default=2, help="training processes at a time (default 2)")
     p.add_argument("--episodes", type=int, default=50, help="held-out episodes per final model (default 50)")
     p.add_argument("--plot-only", action="store_true", help="redraw the plot and section from the JSON")
+    p.add_argument("--note", default="nothing", help="what else ran on the machine meanwhile (for the section)")
     a = p.parse_args()
     js = OUT.with_suffix(".json")
     data = json.loads(js.read_text()) if js.is_file() else {}
+    data = {k: v for k, v in data.items() if k in (ENV_ID, FETCH_ID)}
     t0, load0 = time.perf_counter(), os.getloadavg()[0]
     command = "`python benchmarks/learning_franka.py " + " ".join(sys.argv[1:]) + "`"
     if not a.plot_only:
@@ -217,13 +287,19 @@ def main():
             runs.append(dict(seed=s, curve=curve(RUNS / f"seed{s}"), final=final_eval(s, a.episodes)))
             print(f"seed {s}: final success {runs[-1]['final']['success_rate']:.2f}", flush=True)
         data[ENV_ID] = dict(runs=runs, parallel=a.parallel, command=command, runtime_s=time.perf_counter() - t0,
-                            load0=load0)
+                            load0=load0, note=a.note)
         js.write_text(json.dumps(data, indent=1))
         best = max(runs, key=lambda r: (r["final"]["success_rate"], r["final"]["mean_return"]))["seed"]
         for path, err in ship(best, data).items():
             print(f"exported {path}: reproduces the model's actions to {err:.1e}")
     ours = data[ENV_ID]
+    if a.plot_only and a.note != "nothing":
+        ours["note"] = a.note
+        js.write_text(json.dumps(data, indent=1))
     plot(data, OUT.with_suffix(".png"))
+    shipped = json.loads((POLICY / "training.json").read_text())
+    plot({ENV_ID: dict(runs=[shipped])}, POLICY / "curve.png")
+    write_policy_readme(shipped, json.loads((POLICY / "run.json").read_text()), data)
     RESULTS.write_text(replace_marked_section(
         RESULTS.read_text(), "franka-learning", section(data, ours["command"], ours["runtime_s"], ours["load0"]),
         heading=f"## Learning: the Franka pick-and-place ({ENV_ID}), three seeds, and FetchPickAndPlace side by side"))

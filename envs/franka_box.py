@@ -597,8 +597,8 @@ class ScriptedExpert:
 
 
 class CartesianExpert:
-    """A feedback pick-and-place policy for ``action_type="ee_delta"`` (translation deltas; the hand keeps its start
-    orientation): each call reads the current state and returns the action that moves the TCP toward the
+    """A feedback pick-and-place policy for ``action_type="ee_delta"`` (TCP translation and rotation deltas, the
+    gripper): each call reads the current state and returns the action that moves the TCP toward the
     sub-goal of the stage that state is in, so it can act from any state, not only along its own path (what
     DAgger needs of a teacher: it labels the states a learner visits).
 
@@ -606,8 +606,11 @@ class CartesianExpert:
     holds): not holding the box → above the grasp point (8 cm over it; straight up first when lower and off to the
     side), down to the grasp point, close (both fingers touching = held); held → lift the box to ``LIFT`` above the
     table, carry it over the target, lower it until it stands on the table; placed (within ``PLACE_XY`` of the
-    target, resting, upright) → open, then retreat ``RETREAT`` above the box top and hold still. Each translation
-    action is (sub-goal − TCP) / ``ee_delta_scale[0]``, clipped to ±1; rotation actions are 0."""
+    target, resting, upright) → open, then retreat ``RETREAT`` above the box top and hold still. The translation
+    action is ``GAIN`` · (sub-goal − TCP) / ``ee_delta_scale[0]``, clipped to ±1 (±``CARRY_SPEED`` while holding the
+    box) and changing by at most ``JERK`` per step; the rotation action turns the hand toward "hand down" at the yaw
+    it holds (the box's while reaching for it), ``GAIN`` · error / ``ee_delta_scale[1]``. Stable with a control
+    delay of one period (``action_delay=1``), not two."""
 
     LIFT = 0.10  # box bottom above the table while carrying [m]
     ABOVE = 0.08  # approach height of the TCP over the grasp point [m]
@@ -619,6 +622,8 @@ class CartesianExpert:
     CARRY_SPEED = 0.5  # translation action bound while holding the box (a fraction of ee_delta_scale)
     MAX_TILT = 0.08  # the carried box is lowered only when tilted less than this [rad]
     JERK = 0.25  # largest change of a translation action per step (smooth starts and stops: the box swings)
+    GAIN = 0.5  # fraction of the TCP's error to a sub-goal (and of the hand's yaw error) commanded per step: with 1,
+    # a delay of one control period makes the loop oscillate without end (z² − z + 1 = 0); with 0.5 it settles
     ALIGN_YAW = 0.05  # hand-to-box yaw error within which the hand descends [rad]
 
     def __init__(self, env):
@@ -677,7 +682,8 @@ class CartesianExpert:
                 above = grasp + np.array([0.0, 0.0, self.ABOVE])
                 goal = above if p_tcp[2] > grasp[2] + 0.5 * self.ABOVE else np.array([*p_tcp[:2], above[2]])
         prev = e._prev_action[:3]
-        move = np.clip(np.clip((goal - p_tcp) / self.scale, -bound, bound), prev - self.JERK, prev + self.JERK)
+        move = np.clip(np.clip(self.GAIN * (goal - p_tcp) / self.scale, -bound, bound), prev - self.JERK,
+                       prev + self.JERK)
         R_goal = pin.utils.rpyToMatrix(0.0, 0.0, yaw) @ pc.HAND_DOWN  # hand down at that yaw
-        turn = np.clip(pin.log3(R_goal @ s["R_tcp"].T) / self.rot_scale, -1.0, 1.0)
+        turn = np.clip(self.GAIN * pin.log3(R_goal @ s["R_tcp"].T) / self.rot_scale, -1.0, 1.0)
         return np.array([*move, *turn, 0.0, grip], dtype=np.float32)

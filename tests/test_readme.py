@@ -10,7 +10,8 @@ program with its own imports) with a temporary directory as the working director
   ``pytest`` (the suite that contains this file).
 * :data:`RUN`: ``cenic-gym ...`` and ``python -m cenic_gym ...``, run as written in a temporary directory, except that
   ``demo`` gets ``--duration 0.1`` appended (argparse keeps the last value; the README's 2 s clutter run costs seconds
-  more and adds nothing here); the plot must appear where the command line says.
+  more and adds nothing here); the plot must appear where the command line says. The repository's ``training/``
+  folder is linked into that directory, so commands naming a shipped policy (``training/policies/...``) find it.
 
 Runtime with a warm numba cache: ~15 s on 2 cores (Go1 example: model build + 1 s simulated, ~2 s; each command a
 process start, ~2-3 s).
@@ -123,6 +124,7 @@ def test_bash_command(line, tokens, tmp_path):
     is_demo = bool(args) and args[0] == "demo" and not {"-h", "--help"} & set(args)
     if is_demo:
         argv += ["--duration", DEMO_DURATION]
+    (tmp_path / "training").symlink_to(README.parent / "training")  # commands name the shipped policies by path
     r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
     assert r.returncode == 0, f"README.md:{line}: {' '.join(argv)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
     assert r.stdout.strip(), f"README.md:{line}: {' '.join(argv)} printed nothing"

@@ -32,9 +32,11 @@ def _env_kwargs(text):
 
 
 def _common(p, policy=True):
-    p.add_argument("--env", default=DEFAULT_ENV, help=f"env id (default: {DEFAULT_ENV})")
-    p.add_argument("--env-kwargs", type=_env_kwargs, default={}, help="env options as JSON, e.g. "
-                   "'{\"domain_randomization\": true}' (the sweeps set accuracy / fixed_step themselves)")
+    p.add_argument("--env", default=None, help=f"env id (default: the policy's training run's, from the run.json "
+                   f"beside or above it; else {DEFAULT_ENV})")
+    p.add_argument("--env-kwargs", type=_env_kwargs, default=None, help="env options as JSON, e.g. "
+                   "'{\"domain_randomization\": true}' (default: the policy's run's, when --env is not given; the "
+                   "sweeps set accuracy / fixed_step themselves)")
     if policy:
         p.add_argument("--policy", required=True,
                        help="'scripted' (the env's scripted policy; 'trot' for the Go1), an SB3 .zip, an RLlib checkpoint "
@@ -69,9 +71,10 @@ def add_parser(subparsers):
     e.add_argument("model", help="SB3 .zip (its <stem>.vecnormalize.pkl is folded in when present) or an RLlib "
                                  "checkpoint folder (its obs_normalization.npz folded in when present)")
     e.add_argument("--out", required=True, help="output folder")
-    e.add_argument("--env", default=DEFAULT_ENV, help="env whose observations the check uses")
-    e.add_argument("--env-kwargs", type=_env_kwargs, default={}, help="its options as JSON (e.g. a goal-conditioned "
-                   "form: '{\"goal_conditioned\": true}')")
+    e.add_argument("--env", default=None, help="env whose observations the check uses (default: the model's "
+                   f"training run's, from its run.json; else {DEFAULT_ENV})")
+    e.add_argument("--env-kwargs", type=_env_kwargs, default=None, help="its options as JSON (e.g. a goal-conditioned "
+                   "form: '{\"goal_conditioned\": true}'; default: the run's)")
     e.add_argument("--tol", type=positive_number(), default=1e-5, help="largest allowed action difference (default 1e-5)")
     e.set_defaults(func=_export)
 
@@ -130,6 +133,25 @@ def _peer_options(p):
                    help=f"Drake cenic's accuracy (default {DRAKE_ACCURACY:g})")
 
 
+def _policy_env(a, policy):
+    """Fill ``a.env`` / ``a.env_kwargs`` left unset: from the training run of ``policy`` (its ``run.json``, beside
+    or above the file: the env id and the options it was trained and evaluated with, accuracy aside), else the
+    defaults. An explicit ``--env`` keeps its own (or no) options."""
+    from ..train.common import RunSpec
+
+    spec = None
+    if a.env is None and policy not in (None, "scripted", "trot"):
+        try:
+            spec = RunSpec.find(policy)
+        except FileNotFoundError:
+            spec = None
+    if a.env is None:
+        a.env = spec.env_id if spec is not None else DEFAULT_ENV
+    if a.env_kwargs is None:
+        a.env_kwargs = {k: v for k, v in spec.env_kwargs.items() if k != "accuracy"} if spec is not None else {}
+    return a
+
+
 def _families(names):
     from .robustness import FAMILIES
 
@@ -148,6 +170,7 @@ def _progress(*parts):
 
 
 def _accuracy(a):
+    _policy_env(a, a.policy)
     from .accuracy import accuracy_sweep, sweep_table
     from .policy import load_policy
 
@@ -163,6 +186,7 @@ def _accuracy(a):
 
 
 def _robustness(a):
+    _policy_env(a, a.policy)
     from .policy import load_policy
     from .robustness import robustness_sweep, robustness_table
 
@@ -184,6 +208,7 @@ def _robustness(a):
 
 
 def _export(a):
+    _policy_env(a, a.model)
     from .export import export_policy
 
     for path, err in export_policy(a.model, a.out, a.env, tol=a.tol, env_kwargs=a.env_kwargs).items():
@@ -192,6 +217,7 @@ def _export(a):
 
 
 def _record(a):
+    _policy_env(a, a.policy)
     from .policy import load_policy
     from .replay import record_log
     from .rollout import make_env
@@ -204,6 +230,7 @@ def _record(a):
 
 
 def _replay(a):
+    _policy_env(a, None)
     from .replay import LogError, replay
     from .report import plot_replay, replay_table
 
@@ -218,6 +245,7 @@ def _replay(a):
 
 
 def _report(a):
+    _policy_env(a, a.policy)
     from .policy import load_policy
     from .report import write_report
 
@@ -230,6 +258,7 @@ def _report(a):
 
 
 def _sim2sim(a):
+    _policy_env(a, a.policy)
     from .policy import load_policy
     from .sim2sim import peer_physics, scene_xml, sim2sim, sim2sim_table
 

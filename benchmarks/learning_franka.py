@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -82,6 +83,21 @@ def final_eval(seed, episodes):
     result = evaluate(RUNS / f"seed{seed}" / "model.zip", episodes=episodes, seed=FINAL_SEED)
     return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return,
                 mean_length=float(np.mean(result.lengths)))
+
+
+def teacher_eval(episodes):
+    """The teacher itself (reading the simulator's state) on the same held-out episodes."""
+    import gymnasium as gym
+
+    import cenic_gym  # noqa: F401
+    from cenic_gym.envs.franka_box import CartesianExpert
+    from cenic_gym.train import get_config
+    from cenic_gym.train.common import run_episodes
+
+    env = gym.make(ENV_ID, **get_config(ENV_ID, "dagger")["env_kwargs"])
+    teacher = CartesianExpert(env)
+    result = run_episodes(lambda obs: teacher(), lambda: env, episodes, FINAL_SEED)
+    return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return)
 
 
 def first_at(c, level=0.8):
@@ -176,6 +192,9 @@ def section(data, command, runtime, load0):
                   f"{fetch['gymnasium_robotics']}, its own 50-step episodes; teacher `FetchTeacher` in "
                   f"`benchmarks/fetch_pick_place.py`; `{fetch['command']}`, run in a separate venv beside one "
                   "CenicFranka run):", ""] + frows
+    t = ours["teacher"]
+    lines += ["", f"The teacher itself (`CartesianExpert`, reading the simulator's state) on the same "
+              f"{t['episodes']} episodes: success {t['success_rate']:.2f}, mean return {t['mean_return']:.1f}."]
     lines += ["", f"Median final success over the seeds: **{med:.2f}** on `{ENV_ID}`"
               + (f", {fmed:.2f} on `{FETCH_ID}`." if FETCH_ID in data else "."),
               "", "![learning curves](learning_franka.png)", "",
@@ -225,7 +244,8 @@ The env's default recipe (`cenic_gym/train/configs.py`, `PICK_PLACE_DAGGER`): DA
 from the feedback teacher `cenic_gym.envs.franka_box.CartesianExpert`, which reads the simulator's state (contacts,
 box pose) and can act from any state the learner reaches. {cfg['steps']} env steps on the task's own start
 distribution, 200-step episodes and accuracy ε = 1e-3 (no training aids): {c[-1]['wall_s'] / 60:.1f} min of wall
-time on one core of a 2-core machine (another seed trained on the other core). This is seed {run['seed']}, the best of
+time in one process on a 2-core machine that ran {data[ENV_ID]['parallel']} seeds at a time (and besides them:
+{data[ENV_ID].get('note', 'nothing')}). This is seed {run['seed']}, the best of
 the {len(data[ENV_ID]['runs'])} seeds of `python benchmarks/learning_franka.py`; the median seed's held-out success
 is {med:.2f} (`benchmarks/RESULTS.md`, "Learning: the Franka pick-and-place").
 
@@ -279,7 +299,7 @@ def main():
     data = json.loads(js.read_text()) if js.is_file() else {}
     data = {k: v for k, v in data.items() if k in (ENV_ID, FETCH_ID)}
     t0, load0 = time.perf_counter(), os.getloadavg()[0]
-    command = "`python benchmarks/learning_franka.py " + " ".join(sys.argv[1:]) + "`"
+    command = "`" + shlex.join(["python", "benchmarks/learning_franka.py", *sys.argv[1:]]) + "`"
     if not a.plot_only:
         train_seeds(a.seeds, a.parallel)
         runs = []
@@ -293,6 +313,9 @@ def main():
         for path, err in ship(best, data).items():
             print(f"exported {path}: reproduces the model's actions to {err:.1e}")
     ours = data[ENV_ID]
+    if "teacher" not in ours:
+        ours["teacher"] = teacher_eval(a.episodes)
+        js.write_text(json.dumps(data, indent=1))
     if a.plot_only and a.note != "nothing":
         ours["note"] = a.note
         js.write_text(json.dumps(data, indent=1))

@@ -48,7 +48,8 @@ def main(argv=None):
     sweep = accuracy_sweep(env_id, policy, range(a.episodes), env_kwargs=env_kwargs,
                            progress=lambda label, s: print(f"{label}: {s['success_rate']:.2f} "
                                                            f"({s['wall_s']:.0f} s)", flush=True))
-    name = "sim2real-accuracy" if a.policy == "scripted" else f"sim2real-accuracy-{Path(a.policy).stem}"
+    stem = Path(a.policy).parent.name if Path(a.policy).stem == "model" else Path(a.policy).stem  # policy folder
+    name = "sim2real-accuracy" if a.policy == "scripted" else f"sim2real-accuracy-{stem}"
     plot = RESULTS.parent / f"{name.replace('-', '_')}.png"
     cmd = "NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/sim2real_accuracy.py"
     cmd += f" --episodes {a.episodes}" + ("" if a.policy == "scripted" else f" --policy {a.policy}")

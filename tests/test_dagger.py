@@ -57,7 +57,7 @@ def test_cartesian_teacher_rejects_other_action_types():
         CartesianExpert(gym.make("CenicFranka-v0", action_type="ee_delta", ee_delta_scale=(0.03, 0.0)))
 
 
-SMALL = dict(env_kwargs={"max_episode_steps": 60}, eval_every=120, checkpoint_every=120, eval_episodes=1,
+SMALL = dict(env_kwargs={"max_episode_steps": 60}, train_env_kwargs={"obs_noise": 0.0}, eval_every=120, checkpoint_every=120, eval_episodes=1,
              dagger=dict(episodes_per_round=1, gradient_steps=40, batch_size=32))
 
 
@@ -110,8 +110,23 @@ def test_dagger_fits_checkpoints_resumes_bit_for_bit_and_exports(tmp_path):
 
 def test_dagger_config_is_the_plain_task_and_the_default_algo():
     cfg = get_config("CenicFranka-v0", "dagger")
-    assert cfg["train_env_kwargs"] == {}  # no training aids: trained on the task it is evaluated on
-    assert "max_episode_steps" not in cfg["env_kwargs"] and "accuracy" not in cfg["env_kwargs"]
+    # trained on the task it is evaluated on; the one training aid is observation noise on the training env
+    assert cfg["train_env_kwargs"] == {"obs_noise": 1.0}
+    assert not {"max_episode_steps", "accuracy", "obs_noise", "grasped_start", "placed_start"} & set(cfg["env_kwargs"])
     assert default_algo("CenicFranka-v0") == "dagger" and default_algo("CenicQuadruped-v0") == "ppo"
     with pytest.raises(ValueError, match="one env in this process"):
         train("CenicFranka-v0", "dagger", steps=10, workers=1, out="/nonexistent/x", progress=False)
+
+
+def test_cli_train_without_algo_runs_the_recipe(tmp_path, capsys):
+    """`cenic-gym train CenicFranka-v0` (no --algo) runs DAgger; a round is the config's 10 episodes, so --steps 1
+    plays one round, fits, evaluates and saves; `cenic-gym eval` plays the result."""
+    from cenic_gym import cli
+
+    out = tmp_path / "run"
+    assert cli.main(["train", "CenicFranka-v0", "--steps", "1", "--out", str(out), "--no-progress"]) == 0
+    spec = json.loads((out / "run.json").read_text())
+    assert spec["algo"] == "dagger" and spec["train_env_kwargs"] == {"obs_noise": 1.0}
+    assert np.load(out / "dagger_model.npz")["obs"].shape == (2000, 49)
+    assert cli.main(["eval", str(out / "model.zip"), "--episodes", "1"]) == 0
+    assert "1 episodes" in capsys.readouterr().out

@@ -57,3 +57,14 @@ def test_franka_onnx_export_acts_like_the_model():
         a = sb3(obs)
         np.testing.assert_allclose(onnx(obs), a, atol=1e-5)
         obs, *_ = env.step(a)
+
+
+def test_sim2real_commands_take_the_env_from_the_policy_run(tmp_path, capsys):
+    """`cenic-gym sim2real ... --policy training/policies/ENV/model.zip` needs no --env / --env-kwargs: the policy's
+    run.json says which env and options it acts in (export checks the actions on that env's observations)."""
+    pytest.importorskip("onnxruntime")
+    assert cli.main(["sim2real", "export", str(FRANKA / "model.zip"), "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "model.onnx").is_file() and "reproduces the original actions" in capsys.readouterr().out
+    assert cli.main(["sim2real", "accuracy", "--policy", str(FRANKA / "model.zip"), "--episodes", "1",
+                     "--max-steps", "5", "--accuracies", "1e-2", "--fixed-steps", "0.01"]) == 0
+    assert "ε = 0.01" in capsys.readouterr().out

@@ -241,3 +241,39 @@ def test_cli_env_demo_names_a_missing_package(monkeypatch, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["demo", "CenicSuction-v0"])
     assert e.value.code == 2 and "needs imageio_ffmpeg: pip install 'cenic-gym[render]'" in capsys.readouterr().err
+
+
+def test_franka_frames_draw_the_target_region_where_the_target_is():
+    """The green target marker: its pixels appear in the frame and move when the episode's target moves; the
+    markers are drawn only (the same state renders the same image, the physics does not see them)."""
+    env = gym.make("CenicFranka-v0", render_mode="rgb_array", render_width=W, render_height=H).unwrapped
+
+    def green(img):
+        r, g, b = (img[..., k].astype(int) for k in range(3))
+        return np.argwhere((g > 120) & (g > r + 60) & (g > b + 60))
+
+    env.reset(seed=0, options=dict(target_xy=(0.45, 0.10)))
+    a = green(env.render())
+    env.reset(seed=0, options=dict(target_xy=(0.60, 0.30)))
+    b = green(env.render())
+    assert len(a) > 5 and len(b) > 5, (len(a), len(b))
+    assert np.abs(a.mean(axis=0) - b.mean(axis=0)).max() > 3.0  # the marker moved with the target [px]
+    env.close()
+
+
+def test_cli_env_demo_plays_a_trained_policy(tmp_path, capsys):
+    """`cenic-gym demo ENV --policy FOLDER`: the shipped policy acts, with its run's env options."""
+    pytest.importorskip("stable_baselines3")
+    from pathlib import Path
+
+    from cenic_gym import cli
+
+    folder = Path(__file__).resolve().parents[1] / "training" / "policies" / "CenicFranka-v0"
+    video = tmp_path / "policy.mp4"
+    assert cli.main(["demo", "CenicFranka-v0", "--policy", str(folder), "--seed", "3", "--duration", "0.1",
+                     "--video", str(video), "--out", str(tmp_path / "policy.png")]) == 0
+    assert video.stat().st_size > 1000
+    assert f"learned ({folder}) policy" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        cli.main(["demo", "CenicQuadruped-v0", "--policy", str(folder), "--duration", "0.1"])
+    assert e.value.code == 2 and "trained on CenicFranka-v0" in capsys.readouterr().err

@@ -103,7 +103,7 @@ def test_train_api_errors(tmp_path):
     (tmp_path / "not_a_run").mkdir()
     with pytest.raises(ValueError, match=r"unknown env 'Nope-v0'; choose one of \['CenicAllegro-v0'"):
         train("Nope-v0")
-    with pytest.raises(ValueError, match=r"unknown algo 'dqn'; choose one of \['ppo', 'sac'\]"):
+    with pytest.raises(ValueError, match=r"unknown algo 'dqn'; choose one of \['ppo', 'sac', 'dagger'\]"):
         train("CenicFranka-v0", "dqn")
     with pytest.raises(ValueError, match=r"unknown backend 'jax'; choose one of \['sb3', 'rllib'\]"):
         train("CenicFranka-v0", "ppo", "jax")

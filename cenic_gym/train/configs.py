@@ -70,10 +70,15 @@ PICK_PLACE_SAC = dict(_SAC, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_T
 # The pick-and-place by DAgger from the feedback teacher envs.franka_box.CartesianExpert (cenic_gym.train.dagger):
 # TCP translation deltas of 3 cm and rotation deltas of 0.15 rad per step at |a| = 1 from the MEASURED TCP (the
 # target never leads the hand by more than a step), the gripper; the task's own 200-step episodes, accuracy and
-# starts for training and evaluation alike (no training aids).
+# starts for training and evaluation alike. One training aid: the training env's observations carry the task's
+# observation noise (obs_noise=1: 5 mm positions, 0.01 quaternions, 0.005 rad / 0.05 rad/s joints) while the
+# teacher reads the true state: the network learns to act from noisy observations (trained without it, a network of
+# this recipe succeeded in 0 of 20 episodes at obs_noise=1; trained with it, 18-20 of 20, and as often as before
+# without noise: training/README.md).
 PICK_PLACE_CARTESIAN = dict(action_type="ee_delta", ee_delta_scale=(0.03, 0.15), ee_delta_origin="measured")
 PICK_PLACE_DAGGER = dict(
-    num_envs=1, steps=150_000, env_kwargs=PICK_PLACE_CARTESIAN, train_env_kwargs={}, eval_every=10_000,
+    num_envs=1, steps=150_000, env_kwargs=PICK_PLACE_CARTESIAN, train_env_kwargs=dict(obs_noise=1.0),
+    eval_every=10_000,
     eval_episodes=10, checkpoint_every=20_000, normalize=True,
     sb3=dict(policy_kwargs=dict(net_arch=[256, 256])),
     dagger=dict(teacher="cenic_gym.envs.franka_box:CartesianExpert", episodes_per_round=10, beta0=1.0,

@@ -27,7 +27,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from .common import EvalResult, RunSpec, limit_threads, normalizer_path, run_episodes
+from .common import RunSpec, limit_threads, normalizer_path, run_episodes
 
 MODEL_FILE = "model.zip"
 EVAL_SEED_OFFSET = 1_000_003  # periodic evaluation episodes: held-out seeds (as the SB3 backend's)
@@ -225,9 +225,3 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
         holder.close()
     return path
 
-
-def evaluate(checkpoint: str, spec: RunSpec, episodes: int, seed: int = 0) -> EvalResult:
-    """Deterministic episodes of the network saved at ``checkpoint`` (an SB3 SAC ``.zip``): the SB3 backend's."""
-    from . import sb3_backend
-
-    return sb3_backend.evaluate(checkpoint, spec, episodes, seed)

@@ -112,6 +112,7 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the Franka recipe's)")
     p.add_argument("--out", default="runs/fetch_pick_place")
     p.add_argument("--check-teacher", type=int, default=0, metavar="N", help="only play N teacher episodes")
+    p.add_argument("--beside", default="nothing", help="what else ran on the machine meanwhile (for the section)")
     a = p.parse_args(argv)
     register()
     if a.check_teacher:
@@ -138,7 +139,9 @@ def main(argv=None):
     data[ENV_ID] = dict(runs=runs, machine=machine_line(), mujoco=version("mujoco"),
                         gymnasium_robotics=version("gymnasium-robotics"),
                         command="OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 /work/fetchvenv/bin/python "
-                                f"benchmarks/fetch_pick_place.py --seeds {' '.join(map(str, a.seeds))}")
+                                f"benchmarks/fetch_pick_place.py --seeds {' '.join(map(str, a.seeds))}"
+                                + (f" --steps {a.steps}" if a.steps else ""),
+                        beside=a.beside)
     JSON.write_text(json.dumps(data, indent=1))
     return 0
 

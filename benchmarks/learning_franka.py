@@ -172,8 +172,10 @@ def section(data, command, runtime, load0):
         "`PICK_PLACE_DAGGER`): DAgger (`cenic_gym/train/dagger.py`) from the feedback teacher "
         "`cenic_gym.envs.franka_box.CartesianExpert`, which reads the simulator's state; the network "
         f"(SB3 SAC actor, {cfg['sb3']['policy_kwargs']['net_arch']}) sees only the observation. Action mode "
-        f"`{cfg['env_kwargs']}`; training and evaluation on the task's own starts, 200-step episodes and ε = 1e-3 "
-        f"(no training aids). DAgger: {cfg['dagger']['episodes_per_round']} episodes per round, β = "
+        f"`{cfg['env_kwargs']}`; training and evaluation on the task's own starts, 200-step episodes and ε = 1e-3; "
+        f"the one training aid: `{cfg['train_env_kwargs']}` on the training env (the network learns from noisy "
+        "observations, the teacher reads the true state; evaluation without noise). "
+        f"DAgger: {cfg['dagger']['episodes_per_round']} episodes per round, β = "
         f"{cfg['dagger']['beta0']}·{cfg['dagger']['beta_decay']}^round, {cfg['dagger']['gradient_steps']} Adam "
         f"steps of {cfg['dagger']['batch_size']} per round, {cfg['steps']} env steps per seed.",
         f"Seeds ran {ours['parallel']} at a time on the 2-core machine (one thread each); besides them: "
@@ -190,11 +192,21 @@ def section(data, command, runtime, load0):
         lines += ["", f"Side by side, the same DAgger code and hyperparameters and the same env-step budget on "
                   f"Gymnasium-Robotics' `{FETCH_ID}` (MuJoCo {fetch['mujoco']}, gymnasium-robotics "
                   f"{fetch['gymnasium_robotics']}, its own 50-step episodes; teacher `FetchTeacher` in "
-                  f"`benchmarks/fetch_pick_place.py`; `{fetch['command']}`, run in a separate venv beside one "
-                  "CenicFranka run):", ""] + frows
+                  f"`benchmarks/fetch_pick_place.py`; `{fetch['command']}`, in a separate venv; it shared the "
+                  f"machine with {fetch.get('beside', 'other work')}, so its wall times are not comparable to "
+                  "the Franka runs'):", ""] + frows
     t = ours["teacher"]
     lines += ["", f"The teacher itself (`CartesianExpert`, reading the simulator's state) on the same "
               f"{t['episodes']} episodes: success {t['success_rate']:.2f}, mean return {t['mean_return']:.1f}."]
+    def steps_to(block):
+        hits = [first_at(r["curve"]) for r in block["runs"]]
+        return "—" if None in hits else f"{float(np.median([h[0] for h in hits])):.0f}"
+
+    if FETCH_ID in data:
+        lines += ["", f"Env steps to the first evaluation at ≥ 0.8 success (median of the seeds): {steps_to(ours)} on "
+                  f"`{ENV_ID}` (200-step episodes: box yawed up to ±0.6 rad, placed upright in a 2.5 cm disc, let go "
+                  f"and at rest), {steps_to(data[FETCH_ID])} on `{FETCH_ID}` (50-step episodes: a cube within 5 cm "
+                  "of the goal, in the air for half of them, still held allowed)."]
     lines += ["", f"Median final success over the seeds: **{med:.2f}** on `{ENV_ID}`"
               + (f", {fmed:.2f} on `{FETCH_ID}`." if FETCH_ID in data else "."),
               "", "![learning curves](learning_franka.png)", "",
@@ -243,7 +255,10 @@ opens (+1) or closes (−1) the gripper. Its observation is the task's 49 number
 The env's default recipe (`cenic_gym/train/configs.py`, `PICK_PLACE_DAGGER`): DAgger (`cenic_gym/train/dagger.py`)
 from the feedback teacher `cenic_gym.envs.franka_box.CartesianExpert`, which reads the simulator's state (contacts,
 box pose) and can act from any state the learner reaches. {cfg['steps']} env steps on the task's own start
-distribution, 200-step episodes and accuracy ε = 1e-3 (no training aids): {c[-1]['wall_s'] / 60:.1f} min of wall
+distribution, 200-step episodes and accuracy ε = 1e-3, with one training aid: the training env's observations carry
+the task's observation noise (`{json.dumps(cfg['train_env_kwargs'])}`: 5 mm on positions, 0.01 on quaternions,
+0.005 rad / 0.05 rad/s on joints) while the teacher reads the true state, so the network learns to act from noisy
+observations. {c[-1]['wall_s'] / 60:.1f} min of wall
 time in one process on a 2-core machine that ran {data[ENV_ID]['parallel']} seeds at a time (and besides them:
 {data[ENV_ID].get('note', 'nothing')}). This is seed {run['seed']}, the best of
 the {len(data[ENV_ID]['runs'])} seeds of `python benchmarks/learning_franka.py`; the median seed's held-out success

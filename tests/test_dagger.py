@@ -57,7 +57,7 @@ def test_cartesian_teacher_rejects_other_action_types():
         CartesianExpert(gym.make("CenicFranka-v0", action_type="ee_delta", ee_delta_scale=(0.03, 0.0)))
 
 
-SMALL = dict(env_kwargs={"max_episode_steps": 60}, train_env_kwargs={"obs_noise": 0.0}, eval_every=120, checkpoint_every=120, eval_episodes=1,
+SMALL = dict(env_kwargs={"max_episode_steps": 60}, eval_every=120, checkpoint_every=120, eval_episodes=1,
              dagger=dict(episodes_per_round=1, gradient_steps=40, batch_size=32))
 
 

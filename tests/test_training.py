@@ -82,7 +82,7 @@ def test_cli_list_and_bench(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["train", "Nope-v0"], "argument ENV: invalid choice: 'Nope-v0' (choose from 'CenicAllegro-v0'"),
     (["train", "CenicFranka-v0", "--algo", "dqn"], "argument --algo: invalid choice: 'dqn' (choose from 'ppo', "
-                                                   "'sac')"),
+                                                   "'sac', 'dagger')"),
     (["train", "CenicFranka-v0", "--backend", "jax"], "argument --backend: invalid choice: 'jax' (choose from "
                                                       "'sb3', 'rllib')"),
     (["train", "CenicFranka-v0", "--backend", "rllib", "--algo", "sac"], "rllib trains ppo only"),

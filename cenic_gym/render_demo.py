@@ -1,5 +1,6 @@
 """``cenic-gym demo ENV_ID``: run an episode of a registered env with its scripted policy (random actions where the
-task has none) or a trained one (``--policy``), write an MP4 of it and the CENIC plots (step size, real-time rate and contact force over time).
+task has none) or a trained one (``--policy``), write an MP4 of it and the CENIC plots (step size, real-time rate
+and contact force over time).
 
 The plots are in :mod:`cenic_gym.plots` (plain functions of recorded numbers, usable from benchmarks).
 """

@@ -47,17 +47,17 @@ _PPO_WIDE = dict(_PPO, num_envs=32, sb3=dict(_PPO["sb3"], n_steps=64, batch_size
 REACH_TABLE = dict(task="reach", action_type="ee_delta", ee_delta_scale=(0.05, 0.0), max_episode_steps=50)
 REACH = dict(REACH_TABLE, ee_delta_origin="measured", reach_goal_range=0.15, goal_threshold=0.05)
 
-# The pick-and-place with PPO or SAC (not the env's recipe: that is PICK_PLACE_DAGGER below): TCP translation deltas of 3 cm per step at |a| = 1
-# plus the gripper (rotation actions off: the hand keeps its start orientation, whose fingers close across a box
-# yawed by up to 0.6 rad), 100-step (5 s) episodes, the dense staged reward. The TRAINING envs (PICK_PLACE_TRAIN):
-# 40 % of the episodes start with the box already grasped (the HER paper's trick, env option grasped_start), 10 % with
-# it grasped and standing on the target (placed_start: a reverse curriculum for letting go, which the staged reward
-# alone never taught in a 1-hour run), and they run at accuracy 1e-2 instead of the task's 1e-3: twice the env steps
-# per hour (1.0 vs 2.8 substeps per env step, benchmarks/RESULTS.md "Env throughput"), and the scripted expert's
-# success and return are the same at every ε from 1e-1 to 1e-5 ("Sim-to-real: accuracy sweep"). Evaluation runs the
-# plain task at 1e-3. With it a 1-hour PPO run on two workers reached 0.1-0.3 evaluation success on the plain task
-# (1.65 M env steps; 1 of 20 held-out episodes for its final model). 100-step episodes are bootstrapped from the
-# value at the cut (_PPO_WIDE's 64-step rollouts).
+# The pick-and-place with PPO or SAC (not the env's recipe: that is PICK_PLACE_DAGGER below): TCP translation deltas
+# of 3 cm per step at |a| = 1 plus the gripper (rotation actions off: the hand keeps its start orientation, whose
+# fingers close across a box yawed by up to 0.6 rad), 100-step (5 s) episodes, the dense staged reward. The TRAINING
+# envs (PICK_PLACE_TRAIN): 40 % of the episodes start with the box already grasped (the HER paper's trick, env option
+# grasped_start), 10 % with it grasped and standing on the target (placed_start: a reverse curriculum for letting go,
+# which the staged reward alone never taught in a 1-hour run), and they run at accuracy 1e-2 instead of the task's
+# 1e-3: twice the env steps per hour (1.0 vs 2.8 substeps per env step, benchmarks/RESULTS.md "Env throughput"), and
+# the scripted expert's success and return are the same at every ε from 1e-1 to 1e-5 ("Sim-to-real: accuracy sweep").
+# Evaluation runs the plain task at 1e-3. With it a 1-hour PPO run on two workers reached 0.1-0.3 evaluation success
+# on the plain task (1.65 M env steps; 1 of 20 held-out episodes for its final model). 100-step episodes are
+# bootstrapped from the value at the cut (_PPO_WIDE's 64-step rollouts).
 PICK_PLACE = dict(action_type="ee_delta", ee_delta_scale=(0.03, 0.0), max_episode_steps=100)
 PICK_PLACE_TRAIN = dict(grasped_start=0.4, placed_start=0.1, accuracy=1e-2)
 PICK_PLACE_PPO = dict(_PPO_WIDE, env_kwargs=PICK_PLACE, train_env_kwargs=PICK_PLACE_TRAIN, steps=2_000_000,

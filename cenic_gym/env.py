@@ -4,7 +4,7 @@ One ``step`` is one control period: the normalized action (clipped to [−1, 1],
 controller set-points by the task, then ``Simulator.advance_to(t + control_period)`` lets CENIC take as many
 adaptive substeps as the accuracy needs, with the controllers integrated implicitly inside every convex step.
 
-A task subclass defines (shape: ``../shared/docs/env-conventions.md``)::
+A task subclass defines::
 
     default_config()            every number of the task (and the common options below), overridable by kwargs
     _build()                    -> (MultibodySystem, [external systems])   once per env

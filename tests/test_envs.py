@@ -1,4 +1,4 @@
-"""The contract every registered cenic-gym env keeps (../shared/docs/env-conventions.md): Gymnasium's checker,
+"""The contract every registered cenic-gym env keeps: Gymnasium's checker,
 determinism, state continuation, pickling, bad input, reward = sum of its terms, spaces, solver failure; plus the
 task-specific feasibility checks (a scripted policy reaching success)."""
 import copy

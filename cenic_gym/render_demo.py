@@ -79,7 +79,7 @@ def run_env_demo(env_id, video="cenic_demo.mp4", plot="cenic_demo.png", duration
         learned, spec = learned_policy(policy)
         if spec.env_id != env_id:
             raise ValueError(f"policy {str(policy)!r} was trained on {spec.env_id}, not {env_id}")
-        env_kwargs = {k: v for k, v in spec.env_kwargs.items() if k != "accuracy"}
+        env_kwargs = spec.options_without_accuracy()
     env = gym.make(env_id, **env_kwargs, accuracy=accuracy, render_mode="rgb_array" if video else None,
                    render_width=width, render_height=height)
     u = env.unwrapped

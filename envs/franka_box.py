@@ -511,15 +511,17 @@ class FrankaBoxGoalEnv(FrankaBoxEnv):
         self.observation_space = spaces.Dict(observation=self.observation_space, achieved_goal=goal,
                                              desired_goal=goal)
 
-    def _observe(self):
+    def _achieved_goal(self):
         s = self._state()
-        achieved = s["p_tcp"] if self.config["task"] == "reach" else s["p_box"]
-        return dict(observation=super()._observe(), achieved_goal=achieved.copy(), desired_goal=self.target.copy())
+        return s["p_tcp"] if self.config["task"] == "reach" else s["p_box"]
+
+    def _observe(self):
+        return dict(observation=super()._observe(), achieved_goal=self._achieved_goal().copy(),
+                    desired_goal=self.target.copy())
 
     def _reward_terms(self, action, prev_action):
-        obs = self._observe()  # the goals as the observation holds them (float32): HER's relabelled rewards match
-        r = self.compute_reward(np.asarray(obs["achieved_goal"], np.float32),
-                                np.asarray(obs["desired_goal"], np.float32), {})
+        # the goals as the observation holds them (float32): HER's relabelled rewards match the step's
+        r = self.compute_reward(np.asarray(self._achieved_goal(), np.float32), np.asarray(self.target, np.float32), {})
         return {"goal": float(r)}
 
     # -- goal-conditioned API (Gymnasium-Robotics GoalEnv) ------------------------------------------------------

@@ -148,7 +148,7 @@ def _policy_env(a, policy):
     if a.env is None:
         a.env = spec.env_id if spec is not None else DEFAULT_ENV
     if a.env_kwargs is None:
-        a.env_kwargs = {k: v for k, v in spec.env_kwargs.items() if k != "accuracy"} if spec is not None else {}
+        a.env_kwargs = spec.options_without_accuracy() if spec is not None else {}
     return a
 
 

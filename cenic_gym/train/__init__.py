@@ -37,12 +37,10 @@ def train(env_id: str, algo: str = "ppo", backend: str = "sb3", *, steps: int | 
     if algo not in ALGOS:
         raise ValueError(f"unknown algo {algo!r}; choose one of {list(ALGOS)}")
     module = _backend(backend)
-    if algo == "dagger":
-        if backend != "sb3":
-            raise ValueError(f"dagger trains an SB3 policy, got backend={backend!r}; use backend='sb3'")
-        from . import dagger as module
     if backend == "rllib" and algo != "ppo":
-        raise ValueError(f"the rllib backend trains ppo only, got algo={algo!r}; use backend='sb3' for sac")
+        raise ValueError(f"the rllib backend trains ppo only, got algo={algo!r}; use backend='sb3' for {algo}")
+    if algo == "dagger":  # its own loop; what it saves is an SB3 model (evaluated by the sb3 backend)
+        from . import dagger as module
     cfg = get_config(env_id, algo)
     for key, value in (overrides or {}).items():
         if key not in cfg:

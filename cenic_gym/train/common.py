@@ -34,6 +34,10 @@ class RunSpec:
         """``gym.make`` kwargs of the training envs (evaluation uses ``env_kwargs`` alone)."""
         return {**self.env_kwargs, **self.train_env_kwargs}
 
+    def options_without_accuracy(self) -> dict:
+        """The evaluation env options less ``accuracy``: for tools that set the accuracy themselves (demo, sweeps)."""
+        return {k: v for k, v in self.env_kwargs.items() if k != "accuracy"}
+
     def save(self, out_dir: Path):
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / RUN_FILE).write_text(json.dumps(asdict(self), indent=2))

@@ -132,7 +132,8 @@ def run(env, make_policy, steps, seed0=1000, time_linearize=False):
     obs, _ = env.reset(seed=seed0)
     policy.reset()
     before = {k: getattr(u.sim.stats, k) for k in PHASES}
-    out = dict(steps=0, step_wall=0.0, sim_wall=0.0, sim_time=0.0, substeps=0, rejected=0, failures=0, episodes=1)
+    out = dict(steps=0, step_wall=0.0, sim_wall=0.0, sim_time=0.0, substeps=0, rejected=0, newton=0, penetration=0.0,
+               failures=0, episodes=1)
     while out["steps"] < steps:
         action = policy(obs)
         t0 = time.perf_counter()
@@ -144,6 +145,8 @@ def run(env, make_policy, steps, seed0=1000, time_linearize=False):
         out["sim_time"] += u.control_period
         out["substeps"] += s["substeps"]
         out["rejected"] += s["rejected"]
+        out["newton"] += s["newton_iters"]
+        out["penetration"] = max(out["penetration"], s["max_penetration"])
         if "sim_failure" in info:
             out["failures"] += 1
         if (term or trunc) and out["steps"] < steps:

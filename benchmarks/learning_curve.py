@@ -21,9 +21,8 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from bench_common import REPO, git_rev, machine_line, versions
+from learning_common import plot_curves
 
 
 def wall_limit(seconds):
@@ -80,35 +79,7 @@ def run_cenic(minutes, steps, seed, out_dir, reward_type, preset, origin=None):
 
 def plot(curves, path, title="SB3 SAC + HER, reach (deterministic evaluation episodes, 10 per point)",
          return_label="eval return (50 steps)"):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    for name, c in curves.items():
-        s = np.array([e["steps"] for e in c])
-        w = np.array([e["wall_s"] for e in c]) / 60
-        sr = np.array([e["success_rate"] for e in c])
-        r = np.array([e["mean_return"] for e in c], dtype=float)
-        axes[0, 0].plot(s, sr, "o-", label=name)
-        axes[0, 1].plot(w, sr, "o-", label=name)
-        axes[1, 0].plot(s, r, "o-", label=name)
-        axes[1, 1].plot(w, r, "o-", label=name)
-    for ax in axes[0]:
-        ax.set_ylabel("eval success rate")
-        ax.set_ylim(-0.05, 1.05)
-    for ax in axes[1]:
-        ax.set_ylabel(return_label)
-    for ax in axes[:, 0]:
-        ax.set_xlabel("env steps")
-    for ax in axes[:, 1]:
-        ax.set_xlabel("wall time [min]")
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plot_curves([(name, c, "-", True) for name, c in curves.items()], path, title, return_label, legend_columns=2)
 
 
 def main():

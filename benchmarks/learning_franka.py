@@ -15,149 +15,30 @@ generated part of its README).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 import time
 
-import numpy as np
 
 from bench_common import REPO, provenance, replace_marked_section
+from learning_common import (FINAL_SEED, Benchmark, arg_parser, best_seed, evaluate_seeds, median_success,
+                             plot_curves, scripted_eval, seed_lines, ship, steps_to, table, train_seeds)
 
 ENV_ID = "CenicFranka-v0"
 FETCH_ID = "FetchPickAndPlace-v4"
-RUNS = REPO / "runs" / "learning_franka"
-OUT = REPO / "benchmarks" / "learning_franka"
-POLICY = REPO / "training" / "policies" / ENV_ID
+BENCH = Benchmark(ENV_ID, "learning_franka")
+OUT, POLICY = BENCH.out, BENCH.policy
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
-FINAL_SEED = 10_000
-
-
-def train_command(seed, run_dir):
-    """The user's command for one seed (``--resume`` from the newest checkpoint of an interrupted run)."""
-    cmd = [sys.executable, "-m", "cenic_gym", "train", ENV_ID, "--seed", str(seed), "--out", str(run_dir),
-           "--no-progress"]
-    ckpts = sorted((run_dir / "checkpoints").glob("model_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1])) \
-        if run_dir.is_dir() else []
-    return cmd + (["--resume", str(ckpts[-1])] if ckpts else [])
-
-
-def train_seeds(seeds, parallel):
-    """Run the seeds' trainings, ``parallel`` processes at a time; returns {seed: wall s of this invocation}."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    todo = [s for s in seeds if not (RUNS / f"seed{s}" / "model.zip").is_file()]
-    running, walls = {}, {}
-    while todo or running:
-        while todo and len(running) < parallel:
-            s = todo.pop(0)
-            run_dir = RUNS / f"seed{s}"
-            run_dir.mkdir(parents=True, exist_ok=True)
-            log = open(run_dir / "train.log", "a")
-            running[s] = (subprocess.Popen(train_command(s, run_dir), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                           cwd=REPO), time.perf_counter(), log)
-        time.sleep(2.0)
-        for s, (proc, t0, log) in list(running.items()):
-            if proc.poll() is not None:
-                log.close()
-                if proc.returncode != 0:
-                    raise SystemExit(f"seed {s} failed (exit {proc.returncode}); see {RUNS / f'seed{s}' / 'train.log'}")
-                walls[s] = time.perf_counter() - t0
-                del running[s]
-    return walls
-
-
-def curve(run_dir):
-    """Each periodic evaluation of a run: env steps, training wall s, success rate, mean return."""
-    ev = np.load(run_dir / "eval" / "evaluations.npz")
-    return [dict(steps=int(s), wall_s=float(w), success_rate=float(np.mean(ok)), mean_return=float(np.mean(r)))
-            for s, w, ok, r in zip(ev["timesteps"], ev["wall"], ev["successes"], ev["results"])]
-
-
-def final_eval(seed, episodes):
-    from cenic_gym.train import evaluate
-
-    result = evaluate(RUNS / f"seed{seed}" / "model.zip", episodes=episodes, seed=FINAL_SEED)
-    return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return,
-                mean_length=float(np.mean(result.lengths)))
-
-
-def teacher_eval(episodes):
-    """The teacher itself (reading the simulator's state) on the same held-out episodes."""
-    import gymnasium as gym
-
-    import cenic_gym  # noqa: F401
-    from cenic_gym.envs.franka_box import CartesianExpert
-    from cenic_gym.train import get_config
-    from cenic_gym.train.common import run_episodes
-
-    env = gym.make(ENV_ID, **get_config(ENV_ID, "dagger")["env_kwargs"])
-    teacher = CartesianExpert(env)
-    result = run_episodes(lambda obs: teacher(), lambda: env, episodes, FINAL_SEED)
-    return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return)
-
-
-def first_at(c, level=0.8):
-    """(env steps, wall s) of the first evaluation with a success rate ≥ ``level``, or None."""
-    hit = next((e for e in c if e["success_rate"] >= level), None)
-    return None if hit is None else (hit["steps"], hit["wall_s"])
 
 
 def plot(data, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
-    styles = {ENV_ID: "-", FETCH_ID: "--"}
-    for env_id, block in data.items():
-        if env_id not in styles:
-            continue
-        for run in block["runs"]:
-            c = run["curve"]
-            s = np.array([e["steps"] for e in c]) / 1e3
-            w = np.array([e["wall_s"] for e in c]) / 60
-            sr = np.array([e["success_rate"] for e in c])
-            label = f"{env_id} seed {run['seed']}"
-            line, = axes[0, 0].plot(s, sr, styles[env_id], marker="o", ms=3, label=label)
-            axes[0, 1].plot(w, sr, styles[env_id], marker="o", ms=3, color=line.get_color())
-            if env_id == ENV_ID:  # returns: our dense staged reward; Fetch's sparse one is on another scale
-                r = np.array([e["mean_return"] for e in c])
-                axes[1, 0].plot(s, r, styles[env_id], marker="o", ms=3, color=line.get_color())
-                axes[1, 1].plot(w, r, styles[env_id], marker="o", ms=3, color=line.get_color())
-    for ax in axes[0]:
-        ax.set_ylabel("evaluation success rate")
-        ax.set_ylim(-0.05, 1.05)
-    for ax in axes[1]:
-        ax.set_ylabel(f"{ENV_ID} evaluation return (200 steps)")
-    for ax in axes[:, 0]:
-        ax.set_xlabel("env steps [thousands]")
-    for ax in axes[:, 1]:
-        ax.set_xlabel("training wall time [min]")
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8)
-    fig.suptitle("DAgger from a feedback teacher: CenicFranka-v0 pick-and-place (solid), FetchPickAndPlace-v4 "
-                 "(dashed)\nperiodic evaluations: 10 held-out episodes of the unmodified task, the network alone")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def table(block, name):
-    rows = ["| run | env steps | training wall [min] | first eval ≥ 0.8: steps / min | final success (held-out) "
-            "| final return |", "|---|---:|---:|---:|---:|---:|"]
-    for run in block["runs"]:
-        hit = first_at(run["curve"])
-        f = run["final"]
-        rows.append(f"| {name} seed {run['seed']} | {run['curve'][-1]['steps']} | {run['curve'][-1]['wall_s'] / 60:.1f} "
-                    f"| {'—' if hit is None else f'{hit[0]} / {hit[1] / 60:.1f}'} | {f['success_rate']:.2f} "
-                    f"({round(f['success_rate'] * f['episodes'])}/{f['episodes']}) | {f['mean_return']:.1f} |")
-    med = float(np.median([r["final"]["success_rate"] for r in block["runs"]]))
-    rows.append(f"| **{name} median of {len(block['runs'])}** | | | | **{med:.2f}** | |")
-    return rows, med
+    lines = [line for env_id, style in ((ENV_ID, "-"), (FETCH_ID, "--")) if env_id in data
+             for line in seed_lines(env_id, data[env_id]["runs"], style, env_id == ENV_ID)]  # Fetch: sparse returns
+    plot_curves(lines, path, "DAgger from a feedback teacher: CenicFranka-v0 pick-and-place (solid), "
+                "FetchPickAndPlace-v4 (dashed)\nperiodic evaluations: 10 held-out episodes of the unmodified task, "
+                "the network alone", f"{ENV_ID} evaluation return (200 steps)")
 
 
 def section(data, command, runtime, load0):
@@ -184,11 +65,11 @@ def section(data, command, runtime, load0):
         "unmodified `CenicFranka-v0` (`cenic-gym eval runs/learning_franka/seedS/model.zip --episodes 50 --seed "
         f"{FINAL_SEED}`); success = `info[\"is_success\"]` at the episode's end (box within 2.5 cm of the target, "
         "upright, released, at rest).", ""]
-    rows, med = table(ours, ENV_ID)
+    rows, med = table(ours["runs"], ENV_ID)
     lines += rows
     if FETCH_ID in data:
         fetch = data[FETCH_ID]
-        frows, fmed = table(fetch, FETCH_ID)
+        frows, fmed = table(fetch["runs"], FETCH_ID)
         lines += ["", f"Side by side, the same DAgger code and hyperparameters and the same env-step budget on "
                   f"Gymnasium-Robotics' `{FETCH_ID}` (MuJoCo {fetch['mujoco']}, gymnasium-robotics "
                   f"{fetch['gymnasium_robotics']}, its own 50-step episodes; teacher `FetchTeacher` in "
@@ -198,15 +79,12 @@ def section(data, command, runtime, load0):
     t = ours["teacher"]
     lines += ["", f"The teacher itself (`CartesianExpert`, reading the simulator's state) on the same "
               f"{t['episodes']} episodes: success {t['success_rate']:.2f}, mean return {t['mean_return']:.1f}."]
-    def steps_to(block):
-        hits = [first_at(r["curve"]) for r in block["runs"]]
-        return "—" if None in hits else f"{float(np.median([h[0] for h in hits])):.0f}"
-
     if FETCH_ID in data:
-        lines += ["", f"Env steps to the first evaluation at ≥ 0.8 success (median of the seeds): {steps_to(ours)} on "
+        lines += ["", "Env steps to the first evaluation at ≥ 0.8 success (median of the seeds): "
+                  f"{steps_to(ours['runs'])} on "
                   f"`{ENV_ID}` (200-step episodes: box yawed up to ±0.6 rad, placed upright in a 2.5 cm disc, let go "
-                  f"and at rest), {steps_to(data[FETCH_ID])} on `{FETCH_ID}` (50-step episodes: a cube within 5 cm "
-                  "of the goal, in the air for half of them, still held allowed)."]
+                  f"and at rest), {steps_to(data[FETCH_ID]['runs'])} on `{FETCH_ID}` (50-step episodes: a cube "
+                  "within 5 cm of the goal, in the air for half of them, still held allowed)."]
     lines += ["", f"Median final success over the seeds: **{med:.2f}** on `{ENV_ID}`"
               + (f", {fmed:.2f} on `{FETCH_ID}`." if FETCH_ID in data else "."),
               "", "![learning curves](learning_franka.png)", "",
@@ -215,31 +93,13 @@ def section(data, command, runtime, load0):
     return "\n".join(lines)
 
 
-def ship(best_seed, data):
-    """Copy the best seed's model to training/policies/CenicFranka-v0 and export it to ONNX."""
-    from cenic_gym.sim2real.export import export_policy
-
-    POLICY.mkdir(parents=True, exist_ok=True)
-    run = RUNS / f"seed{best_seed}"
-    for name in ("model.zip", "model.vecnormalize.pkl", "run.json"):
-        shutil.copy(run / name, POLICY / name)
-    spec = json.loads((POLICY / "run.json").read_text())
-    errors = export_policy(POLICY / "model.zip", POLICY, ENV_ID, env_kwargs=spec["env_kwargs"])
-    (POLICY / "model.pt").unlink()  # the TorchScript twin of model.onnx: not shipped (1.6 MB)
-    errors = {k: v for k, v in errors.items() if k.endswith(".onnx")}
-    run_info = next(r for r in data[ENV_ID]["runs"] if r["seed"] == best_seed)
-    (POLICY / "training.json").write_text(json.dumps(dict(seed=best_seed, curve=run_info["curve"],
-                                                          final=run_info["final"]), indent=1))
-    return errors
-
-
 def write_policy_readme(run, spec, data):
     """The shipped policy's README: what it is, how it was trained, its evaluation and curve (numbers from this run)."""
     from cenic_gym.train import get_config
 
     cfg = get_config(ENV_ID, "dagger")
     f, c = run["final"], run["curve"]
-    med = float(np.median([r["final"]["success_rate"] for r in data[ENV_ID]["runs"]]))
+    med = median_success(data[ENV_ID]["runs"])
     text = f"""# {ENV_ID}: a learned pick-and-place policy
 
 An MLP (two hidden layers of {cfg['sb3']['policy_kwargs']['net_arch'][0]}, SB3 SAC actor; its deterministic action)
@@ -303,33 +163,26 @@ Generated by `python benchmarks/learning_franka.py`.
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--parallel", type=int, default=2, help="training processes at a time (default 2)")
-    p.add_argument("--episodes", type=int, default=50, help="held-out episodes per final model (default 50)")
-    p.add_argument("--plot-only", action="store_true", help="redraw the plot and section from the JSON")
-    p.add_argument("--note", default="nothing", help="what else ran on the machine meanwhile (for the section)")
-    a = p.parse_args()
+    a = arg_parser(__doc__).parse_args()
     js = OUT.with_suffix(".json")
     data = json.loads(js.read_text()) if js.is_file() else {}
     data = {k: v for k, v in data.items() if k in (ENV_ID, FETCH_ID)}
     t0, load0 = time.perf_counter(), os.getloadavg()[0]
     command = "`" + shlex.join(["python", "benchmarks/learning_franka.py", *sys.argv[1:]]) + "`"
     if not a.plot_only:
-        train_seeds(a.seeds, a.parallel)
-        runs = []
-        for s in a.seeds:
-            runs.append(dict(seed=s, curve=curve(RUNS / f"seed{s}"), final=final_eval(s, a.episodes)))
-            print(f"seed {s}: final success {runs[-1]['final']['success_rate']:.2f}", flush=True)
+        train_seeds(BENCH, a.seeds, a.parallel)
+        runs = evaluate_seeds(BENCH, a.seeds, a.episodes)
         data[ENV_ID] = dict(runs=runs, parallel=a.parallel, command=command, runtime_s=time.perf_counter() - t0,
                             load0=load0, note=a.note)
         js.write_text(json.dumps(data, indent=1))
-        best = max(runs, key=lambda r: (r["final"]["success_rate"], r["final"]["mean_return"]))["seed"]
-        for path, err in ship(best, data).items():
+        for path, err in ship(BENCH, runs, best_seed(runs)).items():
             print(f"exported {path}: reproduces the model's actions to {err:.1e}")
     ours = data[ENV_ID]
     if "teacher" not in ours:
-        ours["teacher"] = teacher_eval(a.episodes)
+        from cenic_gym.envs.franka_box import CartesianExpert
+        from cenic_gym.train import get_config
+
+        ours["teacher"] = scripted_eval(ENV_ID, CartesianExpert, a.episodes, get_config(ENV_ID, "dagger")["env_kwargs"])
         js.write_text(json.dumps(data, indent=1))
     if a.plot_only and a.note != "nothing":
         ours["note"] = a.note

@@ -23,5 +23,8 @@ MOUTH_BELOW_TOOL = 0.025  # [m]
 F_MAX = 20.0  # [N] per cup
 GANTRY_KP = (2.0e4, 2.0e4, 2.0e4, 20.0)  # [N/m] x3, [N m/rad]
 GANTRY_KD = (600.0, 600.0, 600.0, 1.0)  # [N s/m] x3, [N m s/rad]
+# z: 100 N about the gravity compensation (20.4 N): lifts 80 N (8 kg) net, presses ≤ 120 N (tests/test_suction_env.py);
+# at 50 N random actions saturated the axis so often that an env step took twice the substeps
+GANTRY_EFFORT_LIMIT = (np.inf, np.inf, 100.0, np.inf)  # [N] x3, [N m]
 GANTRY_LOWER = np.array([-0.45, -0.45, -0.39, -np.pi])  # command limits (joint values) [m, rad]
 GANTRY_UPPER = np.array([0.45, 0.45, 0.10, np.pi])

@@ -1,6 +1,6 @@
 """The shipped policies (``training/policies/ENV/``): each folder is complete, ``cenic-gym eval`` plays it from its
-own ``run.json`` on the unmodified task, its ONNX export acts like the SB3 model, and the Franka pick-and-place
-policy succeeds on held-out episodes (a few here; 50 per seed in benchmarks/RESULTS.md)."""
+own ``run.json`` on the unmodified task, its ONNX export acts like the SB3 model, and the learned pick-and-place
+policies (Franka, suction) succeed on held-out episodes (a few here; 50 per seed in benchmarks/RESULTS.md)."""
 from __future__ import annotations
 
 import json
@@ -15,43 +15,50 @@ pytest.importorskip("stable_baselines3")
 
 POLICIES = Path(__file__).resolve().parents[1] / "training" / "policies"
 FRANKA = POLICIES / "CenicFranka-v0"
+# the recipes' policies: env id -> the env options run.json may hold (an action mode; nothing that changes the task)
+LEARNED = {"CenicFranka-v0": {"action_type", "ee_delta_scale", "ee_delta_origin"}, "CenicSuction-v0": set()}
 
 
 def test_every_policy_folder_is_complete():
     folders = sorted(p for p in POLICIES.iterdir() if p.is_dir())
-    assert [p.name for p in folders] == ["CenicFranka-v0", "CenicFrankaGoal-v0"]
+    assert [p.name for p in folders] == ["CenicFranka-v0", "CenicFrankaGoal-v0", "CenicSuction-v0"]
     for folder in folders:
         spec = json.loads((folder / "run.json").read_text())
         assert spec["env_id"] == folder.name
         assert (folder / "model.zip").is_file() and (folder / "model.vecnormalize.pkl").is_file()
 
 
-def test_franka_policy_evaluates_the_unmodified_task():
-    spec = json.loads((FRANKA / "run.json").read_text())
-    assert spec["algo"] == "dagger" and spec["env_id"] == "CenicFranka-v0"
+@pytest.mark.parametrize("env_id", sorted(LEARNED))
+def test_learned_policy_evaluates_the_unmodified_task(env_id):
+    folder = POLICIES / env_id
+    spec = json.loads((folder / "run.json").read_text())
+    assert spec["algo"] == "dagger" and spec["env_id"] == env_id
     options = spec["env_kwargs"]
-    # an action mode, nothing that changes the task: default starts, success test, accuracy and episode length
-    assert set(options) <= {"action_type", "ee_delta_scale", "ee_delta_origin"}, options
+    # default starts, success test, accuracy and episode length: at most an action mode
+    assert set(options) <= LEARNED[env_id], options
     for f in ("README.md", "model.onnx", "curve.png", "training.json"):
-        assert (FRANKA / f).is_file(), f
+        assert (folder / f).is_file(), f
 
 
-def test_cenic_gym_eval_plays_the_shipped_franka_policy(capsys):
+@pytest.mark.parametrize("env_id", sorted(LEARNED))
+def test_cenic_gym_eval_plays_the_shipped_policy(env_id, capsys):
     """`cenic-gym eval` on held-out seeds: the policy network alone succeeds (3 of 3 here)."""
-    assert cli.main(["eval", str(FRANKA / "model.zip"), "--episodes", "3", "--seed", "424242"]) == 0
+    assert cli.main(["eval", str(POLICIES / env_id / "model.zip"), "--episodes", "3", "--seed", "424242"]) == 0
     out = capsys.readouterr().out
     assert "3 episodes" in out and "success rate 1.00" in out, out
 
 
-def test_franka_onnx_export_acts_like_the_model():
+@pytest.mark.parametrize("env_id", sorted(LEARNED))
+def test_onnx_export_acts_like_the_model(env_id):
     pytest.importorskip("onnxruntime")
     import gymnasium as gym
 
     from cenic_gym.sim2real.policy import load_policy
 
-    spec = json.loads((FRANKA / "run.json").read_text())
-    env = gym.make("CenicFranka-v0", **spec["env_kwargs"])
-    sb3, onnx = load_policy(str(FRANKA / "model.zip"), env), load_policy(str(FRANKA / "model.onnx"), env)
+    folder = POLICIES / env_id
+    spec = json.loads((folder / "run.json").read_text())
+    env = gym.make(env_id, **spec["env_kwargs"])
+    sb3, onnx = load_policy(str(folder / "model.zip"), env), load_policy(str(folder / "model.onnx"), env)
     obs, _ = env.reset(seed=3)
     for _ in range(30):
         a = sb3(obs)

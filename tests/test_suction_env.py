@@ -367,3 +367,66 @@ def test_reset_options_place_target_and_tote():
     obs, _ = env.reset(seed=0, options={"target_pose": (-0.1, 0.05, 0.3), "tote_xy": (0.2, -0.1)})
     np.testing.assert_allclose(obs[18:20], [-0.1, 0.05], atol=1e-6)
     np.testing.assert_allclose(obs[34:36], [0.2, -0.1], atol=1e-6)
+    # the relative positions: target box − tool, tote − target box (float32 rounding of the differences)
+    np.testing.assert_allclose(obs[37:40], obs[18:21] - obs[0:3], atol=1e-6)
+    np.testing.assert_allclose(obs[40:43], obs[34:37] - obs[18:21], atol=1e-6)
+    np.testing.assert_allclose(obs[43:48], 0.0)  # no previous action yet
+
+
+def press_down(seed, **kwargs):
+    """The scripted picker seals the cups on the target (3.1 s), then the tool is driven down as hard as the action
+    allows for 1.5 s with the suction on: (max penetration [m], mean substeps and Newton iterations per env step,
+    the largest lead of the height target below the measured tool [m]) over the pressing steps."""
+    from cenic_gym.envs.suction_pick import ScriptedPicker
+
+    env = gym.make("CenicSuction-v0", **kwargs)
+    e = env.unwrapped
+    env.reset(seed=seed)
+    picker = ScriptedPicker(env)
+    for _ in range(62):
+        env.step(picker())
+    assert picker.plan[picker.phase][0] == "grip" and e.attached
+    pen, substeps, newton, lead = 0.0, [], [], 0.0
+    for _ in range(30):
+        _, _, _, _, info = env.step(np.array([0.0, 0.0, -1.0, 0.0, 1.0], np.float32))
+        pen = max(pen, info["sim"]["max_penetration"])
+        substeps.append(info["sim"]["substeps"] + info["sim"]["rejected"])
+        newton.append(info["sim"]["newton_iters"])
+        lead = max(lead, e.sim.q[e.gantry_q[2]] - e.cmd[2])
+    return pen, float(np.mean(substeps)), float(np.mean(newton)), lead
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pressing_down_as_hard_as_possible_stays_cheap(seed):
+    """The gantry's z force limit (100 N about its 20.4 N gravity compensation) and the 3 cm lead limit of the
+    height target bound what a policy can do by pressing the sealed cups into the box: measured at seeds 0–3,
+    0.64–0.67 mm of penetration, 1.0 attempted substeps and 5.2–5.4 Newton iterations per env step, the target 3 cm
+    below the tool. Without them (``gantry_effort_limit`` unlimited, ``z_lead`` 1 m) the same policy presses 4.3–5.9 mm deep,
+    the PD target runs to the bottom of its travel (4.6–5.9 cm below the tool) and an env step costs 3.1–9.8
+    substeps and 19–246 Newton iterations."""
+    pen, substeps, newton, lead = press_down(seed)
+    assert pen < 1e-3 and substeps < 1.5 and newton < 10
+    assert lead < 0.031  # set from the tool at the step start; it sinks < 1 mm while pressed
+    pen, substeps, newton, lead = press_down(seed, gantry_effort_limit=(np.inf,) * 4, z_lead=1.0)
+    assert pen > 3e-3 and lead > 0.04  # the test can fail: without the limits the press is deep
+
+
+def test_suction_expert_solves_the_task_and_recovers_from_random_actions():
+    """The DAgger teacher of the suction recipe reads the state, so it solves the default episodes and takes over
+    after 1 s of random actions (gantry wandering, suction toggling); measured 100/100 and 20/20."""
+    from cenic_gym.envs.suction_pick import SuctionExpert
+
+    env = gym.make("CenicSuction-v0")
+    teacher = SuctionExpert(env)
+    rng = np.random.default_rng(0)
+    for seed, wander in ((3, 0), (4, 20)):
+        env.reset(seed=seed)
+        for _ in range(wander):
+            env.step(rng.uniform(-1, 1, 5).astype(np.float32))
+        for _ in range(200 - wander):
+            _, _, terminated, truncated, info = env.step(teacher())
+            if terminated or truncated:
+                break
+        assert info["is_success"], env.unwrapped.evaluate()
+    with pytest.raises(ValueError, match="CenicSuction-v0"):
+        SuctionExpert(gym.make("CenicFranka-v0"))

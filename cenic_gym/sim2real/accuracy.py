@@ -103,15 +103,16 @@ def sweep_table(sweep):
     """Markdown table of an :class:`AccuracySweep`."""
     lines = [f"Reference: {sweep.reference} (divergence = ‖pin.difference(q_ref, q_final)‖∞ per seed, "
              "[m, rad]).", "",
-             "| setting | success | mean return | divergence median / max | substeps / env step | sim failures |",
-             "|---|---|---|---|---|---|"]
+             "| setting | success | mean return | divergence median / max | substeps / env step | max penetration "
+             "[mm] | sim failures |",
+             "|---|---|---|---|---|---|---|"]
     for r in sweep.rows:
         s = r.summary
         n = s["episodes"]
         flag = " ⚑" if r.label in sweep.flagged else ""
         lines.append(f"| {r.label}{flag} | {round(s['success_rate'] * n)}/{n} ({100 * s['success_rate']:.0f} %) | "
                      f"{s['mean_return']:.1f} | {np.median(r.divergence):.2e} / {np.max(r.divergence):.2e} | "
-                     f"{s['substeps_per_step']:.2f} | {s['sim_failures']} |")
+                     f"{s['substeps_per_step']:.2f} | {1e3 * s['max_penetration']:.2f} | {s['sim_failures']} |")
     lines.append("")
     if sweep.flagged:
         lines.append(f"⚑ **Flagged**: the policy succeeds more often at {', '.join(sweep.flagged)} than at the "

@@ -15,7 +15,8 @@ class EpisodeResult:
     """seed; success: ``info["is_success"]`` of the last step; ret: undiscounted return; steps: env steps taken;
     q, v: the final generalized positions and velocities (the simulator's, noise-free); t [s]: final simulated time;
     terminated; sim_failure: the reason string or None; substeps: accepted CENIC steps in total; wall_s [s]: wall
-    time of the episode (policy included); perturbation: what was applied (for the log, with the seed)."""
+    time of the episode (policy included); perturbation: what was applied (for the log, with the seed);
+    max_penetration [m]: the deepest contact over the episode's accepted states (``info["sim"]``)."""
 
     seed: int
     success: bool
@@ -29,12 +30,13 @@ class EpisodeResult:
     substeps: int
     wall_s: float
     perturbation: dict = field(default_factory=dict)
+    max_penetration: float = 0.0
 
     def row(self):
         """A flat, JSON-able dict of the scalars (for logs)."""
         return dict(seed=self.seed, success=self.success, ret=self.ret, steps=self.steps, t=self.t,
                     terminated=self.terminated, sim_failure=self.sim_failure, substeps=self.substeps,
-                    wall_s=self.wall_s, perturbation=self.perturbation)
+                    wall_s=self.wall_s, perturbation=self.perturbation, max_penetration=self.max_penetration)
 
 
 def make_env(env_id, **kwargs):
@@ -56,7 +58,7 @@ def run_episode(env, policy, seed, perturbation=None, max_steps=None):
     if perturbation is not None:
         perturbation.apply(env)
     policy.reset(env)
-    ret, steps, substeps = 0.0, 0, 0
+    ret, steps, substeps, penetration = 0.0, 0, 0, 0.0
     success, terminated, failure = False, False, None
     while True:
         if perturbation is not None:
@@ -65,6 +67,7 @@ def run_episode(env, policy, seed, perturbation=None, max_steps=None):
         steps += 1
         ret += float(reward)
         substeps += int(info["sim"]["substeps"])
+        penetration = max(penetration, float(info["sim"]["max_penetration"]))
         success = bool(info["is_success"])
         if "sim_failure" in info:
             failure = str(info["sim_failure"])
@@ -72,7 +75,7 @@ def run_episode(env, policy, seed, perturbation=None, max_steps=None):
             break
     return EpisodeResult(int(seed), success, ret, steps, u.sim.q.copy(), u.sim.v.copy(), float(u.sim.t),
                          bool(terminated), failure, substeps, time.perf_counter() - w0,
-                         {} if perturbation is None else perturbation.describe())
+                         {} if perturbation is None else perturbation.describe(), penetration)
 
 
 def state_divergence(model, q_ref, q):
@@ -82,7 +85,8 @@ def state_divergence(model, q_ref, q):
 
 
 def summarize(results):
-    """success rate, mean return, mean steps, substeps per step and sim failures of a list of EpisodeResult."""
+    """success rate, mean return, mean steps, substeps per step, sim failures and the deepest penetration [m] of a
+    list of EpisodeResult."""
     n = len(results)
     if n == 0:
         raise ValueError("summarize: no episodes")
@@ -91,4 +95,5 @@ def summarize(results):
                 mean_return=float(np.mean([r.ret for r in results])),
                 mean_steps=steps / n, substeps_per_step=sum(r.substeps for r in results) / max(steps, 1),
                 sim_failures=sum(r.sim_failure is not None for r in results),
+                max_penetration=max(r.max_penetration for r in results),
                 wall_s=float(sum(r.wall_s for r in results)))

@@ -85,6 +85,14 @@ PICK_PLACE_DAGGER = dict(
                 beta_decay=0.5, noise=0.0, gradient_steps=500, batch_size=256, learning_rate=1e-3),
 )
 
+# The suction pick-and-place by DAgger from the feedback teacher envs.suction_pick.SuctionExpert: the task's own
+# action space (gantry target deltas, suction on/off), observations, starts, 200-step episodes and accuracy for
+# training and evaluation alike, and no training aid. The Franka's aid (noisy observations for the network, obs_noise
+# =1) slowed this task down: seed 0 reached 0.68 held-out success after 150 k env steps with it and 0.98 without,
+# and the network trained without it still succeeds in 19 of 20 episodes at obs_noise=1.
+SUCTION_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs={}, train_env_kwargs={},
+                      dagger=dict(PICK_PLACE_DAGGER["dagger"], teacher="cenic_gym.envs.suction_pick:SuctionExpert"))
+
 CONFIGS: dict[str, dict[str, dict]] = {
     "CenicFranka-v0": {
         "dagger": PICK_PLACE_DAGGER,
@@ -112,6 +120,7 @@ CONFIGS: dict[str, dict[str, dict]] = {
         "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
     },
     "CenicSuction-v0": {
+        "dagger": SUCTION_DAGGER,
         "ppo": {**_PPO_WIDE, "env_kwargs": {}},
         "sac": {**_SAC, "env_kwargs": {}},
     },
@@ -119,7 +128,7 @@ CONFIGS: dict[str, dict[str, dict]] = {
 
 ALGOS = ("ppo", "sac", "dagger")
 # the algo `cenic-gym train ENV` runs when --algo is not given: the env's recipe that learns its task; PPO elsewhere
-DEFAULT_ALGOS = {"CenicFranka-v0": "dagger", "CenicFrankaGoal-v0": "sac"}
+DEFAULT_ALGOS = {"CenicFranka-v0": "dagger", "CenicFrankaGoal-v0": "sac", "CenicSuction-v0": "dagger"}
 
 
 def default_algo(env_id: str) -> str:

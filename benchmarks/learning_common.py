@@ -1,0 +1,235 @@
+"""The parts of the learning benchmarks that do not depend on the task (``learning_franka.py``,
+``learning_suction.py``): train a recipe's seeds with the user's command, read their learning curves, evaluate the
+final models on held-out episodes, tabulate and plot them, and ship the best seed as a policy folder.
+
+Each seed runs exactly what a user runs, ``cenic-gym train ENV --seed S`` (the env's default recipe), in its own
+process (one thread), ``parallel`` of them at a time, into ``runs/<name>/seedS``; an interrupted seed continues from
+its last checkpoint (``--resume``), a finished one is kept. Final evaluation: held-out episodes (seeds 10 000,
+10 001, …) of the UNMODIFIED task, the network alone acting (what ``cenic-gym eval`` does).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench_common import REPO
+
+FINAL_SEED = 10_000  # first seed of the held-out evaluation episodes
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """Where one recipe's learning benchmark keeps its runs and results."""
+
+    env_id: str
+    name: str  # runs/<name>/seedS, benchmarks/<name>.{json,png}
+
+    @property
+    def runs(self) -> Path:
+        return REPO / "runs" / self.name
+
+    @property
+    def out(self) -> Path:
+        return REPO / "benchmarks" / self.name
+
+    @property
+    def policy(self) -> Path:
+        return REPO / "training" / "policies" / self.env_id
+
+    def run_dir(self, seed) -> Path:
+        return self.runs / f"seed{seed}"
+
+
+def train_command(bench, seed):
+    """The user's command for one seed (``--resume`` from the newest checkpoint of an interrupted run)."""
+    run_dir = bench.run_dir(seed)
+    cmd = [sys.executable, "-m", "cenic_gym", "train", bench.env_id, "--seed", str(seed), "--out", str(run_dir),
+           "--no-progress"]
+    ckpts = sorted((run_dir / "checkpoints").glob("model_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1])) \
+        if run_dir.is_dir() else []
+    return cmd + (["--resume", str(ckpts[-1])] if ckpts else [])
+
+
+def train_seeds(bench, seeds, parallel):
+    """Run the seeds' trainings, ``parallel`` processes at a time; returns {seed: wall s of this invocation}."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    todo = [s for s in seeds if not (bench.run_dir(s) / "model.zip").is_file()]
+    running, walls = {}, {}
+    while todo or running:
+        while todo and len(running) < parallel:
+            s = todo.pop(0)
+            run_dir = bench.run_dir(s)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            log = open(run_dir / "train.log", "a")
+            running[s] = (subprocess.Popen(train_command(bench, s), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                           cwd=REPO), time.perf_counter(), log)
+        time.sleep(2.0)
+        for s, (proc, t0, log) in list(running.items()):
+            if proc.poll() is not None:
+                log.close()
+                if proc.returncode != 0:
+                    raise SystemExit(f"seed {s} failed (exit {proc.returncode}); see {bench.run_dir(s) / 'train.log'}")
+                walls[s] = time.perf_counter() - t0
+                del running[s]
+    return walls
+
+
+def curve(run_dir):
+    """Each periodic evaluation of a run: env steps, training wall s, success rate, mean return."""
+    ev = np.load(run_dir / "eval" / "evaluations.npz")
+    return [dict(steps=int(s), wall_s=float(w), success_rate=float(np.mean(ok)), mean_return=float(np.mean(r)))
+            for s, w, ok, r in zip(ev["timesteps"], ev["wall"], ev["successes"], ev["results"])]
+
+
+def final_eval(model, episodes):
+    """The model (its run.json's task) on ``episodes`` held-out episodes from seed ``FINAL_SEED``."""
+    from cenic_gym.train import evaluate
+
+    result = evaluate(model, episodes=episodes, seed=FINAL_SEED)
+    return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return,
+                mean_length=float(np.mean(result.lengths)))
+
+
+def scripted_eval(env_id, policy_class, episodes, env_kwargs=None):
+    """A scripted policy ``policy_class(env)`` (``reset()`` at each episode's start, then called with no
+    arguments: it reads the simulator's state) on the same held-out episodes."""
+    import gymnasium as gym
+
+    import cenic_gym  # noqa: F401
+    from cenic_gym.train.common import run_episodes
+
+    env = gym.make(env_id, **(env_kwargs or {}))
+    policy = policy_class(env)
+
+    def act(obs):
+        if env.unwrapped.sim.t == 0.0:  # an episode's first step: a planning script plans from its start
+            policy.reset()
+        return policy()
+
+    result = run_episodes(act, lambda: env, episodes, FINAL_SEED)
+    return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return)
+
+
+def evaluate_seeds(bench, seeds, episodes):
+    """[{seed, curve, final}] of the trained seeds."""
+    runs = []
+    for s in seeds:
+        runs.append(dict(seed=s, curve=curve(bench.run_dir(s)), final=final_eval(bench.run_dir(s) / "model.zip",
+                                                                                  episodes)))
+        print(f"seed {s}: final success {runs[-1]['final']['success_rate']:.2f}", flush=True)
+    return runs
+
+
+def best_seed(runs):
+    return max(runs, key=lambda r: (r["final"]["success_rate"], r["final"]["mean_return"]))["seed"]
+
+
+def median_success(runs):
+    return float(np.median([r["final"]["success_rate"] for r in runs]))
+
+
+def first_at(c, level=0.8):
+    """(env steps, wall s) of the first evaluation with a success rate ≥ ``level``, or None."""
+    hit = next((e for e in c if e["success_rate"] >= level), None)
+    return None if hit is None else (hit["steps"], hit["wall_s"])
+
+
+def steps_to(runs, level=0.8):
+    """Median env steps to the first evaluation at ≥ ``level`` ("—" if a seed never got there)."""
+    hits = [first_at(r["curve"], level) for r in runs]
+    return "—" if None in hits else f"{float(np.median([h[0] for h in hits])):.0f}"
+
+
+def table(runs, name):
+    """The markdown rows of the seeds' table and the median final success."""
+    rows = ["| run | env steps | training wall [min] | first eval ≥ 0.8: steps / min | final success (held-out) "
+            "| final return |", "|---|---:|---:|---:|---:|---:|"]
+    for run in runs:
+        hit = first_at(run["curve"])
+        f = run["final"]
+        last = run["curve"][-1]
+        rows.append(f"| {name} seed {run['seed']} | {last['steps']} | {last['wall_s'] / 60:.1f} "
+                    f"| {'—' if hit is None else f'{hit[0]} / {hit[1] / 60:.1f}'} | {f['success_rate']:.2f} "
+                    f"({round(f['success_rate'] * f['episodes'])}/{f['episodes']}) | {f['mean_return']:.1f} |")
+    med = median_success(runs)
+    rows.append(f"| **{name} median of {len(runs)}** | | | | **{med:.2f}** | |")
+    return rows, med
+
+
+def plot_curves(lines, path, title, return_label, legend_columns=3):
+    """Success and return against env steps and wall time; ``lines``: [(label, curve, style, with_returns)], a
+    curve being :func:`curve`'s list (returns of tasks on another reward scale are left out)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    for label, c, style, with_returns in lines:
+        s = np.array([e["steps"] for e in c]) / 1e3
+        w = np.array([e["wall_s"] for e in c]) / 60
+        sr = np.array([e["success_rate"] for e in c])
+        line, = axes[0, 0].plot(s, sr, style, marker="o", ms=3, label=label)
+        axes[0, 1].plot(w, sr, style, marker="o", ms=3, color=line.get_color())
+        if with_returns:
+            r = np.array([e["mean_return"] for e in c], dtype=float)
+            axes[1, 0].plot(s, r, style, marker="o", ms=3, color=line.get_color())
+            axes[1, 1].plot(w, r, style, marker="o", ms=3, color=line.get_color())
+    for ax in axes[0]:
+        ax.set_ylabel("evaluation success rate")
+        ax.set_ylim(-0.05, 1.05)
+    for ax in axes[1]:
+        ax.set_ylabel(return_label)
+    for ax in axes[:, 0]:
+        ax.set_xlabel("env steps [thousands]")
+    for ax in axes[:, 1]:
+        ax.set_xlabel("training wall time [min]")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=legend_columns, fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def seed_lines(label, runs, style="-", with_returns=True):
+    """:func:`plot_curves` lines of a recipe's seeds."""
+    return [(f"{label} seed {r['seed']}", r["curve"], style, with_returns) for r in runs]
+
+
+def arg_parser(doc):
+    """The options every learning benchmark takes."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--parallel", type=int, default=2, help="training processes at a time (default 2)")
+    p.add_argument("--episodes", type=int, default=50, help="held-out episodes per final model (default 50)")
+    p.add_argument("--plot-only", action="store_true", help="redraw the plots and section from the JSON")
+    p.add_argument("--note", default="nothing", help="what else ran on the machine meanwhile (for the section)")
+    return p
+
+
+def ship(bench, runs, seed):
+    """Copy ``seed``'s model to the policy folder, export it to ONNX (the TorchScript twin is not shipped) and
+    write its ``training.json``; returns {exported file: largest action difference to the SB3 model}."""
+    from cenic_gym.sim2real.export import export_policy
+
+    policy = bench.policy
+    policy.mkdir(parents=True, exist_ok=True)
+    for name in ("model.zip", "model.vecnormalize.pkl", "run.json"):
+        shutil.copy(bench.run_dir(seed) / name, policy / name)
+    spec = json.loads((policy / "run.json").read_text())
+    errors = export_policy(policy / "model.zip", policy, bench.env_id, env_kwargs=spec["env_kwargs"])
+    (policy / "model.pt").unlink()
+    run = next(r for r in runs if r["seed"] == seed)
+    (policy / "training.json").write_text(json.dumps(dict(seed=seed, curve=run["curve"], final=run["final"]),
+                                                     indent=1))
+    return {k: v for k, v in errors.items() if k.endswith(".onnx")}

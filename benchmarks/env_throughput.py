@@ -19,7 +19,7 @@ attempts per env step (``info["sim"]``). One more run of the same episodes gives
 time (the timed runs go without its timer): the simulator's cumulative ``sim.stats`` wall_geometry / wall_dynamics /
 wall_solver (split into the controllers' linearization, timed by wrapping ``ExternalSystems.linearize`` and
 ``linearize_full_and_half``, and the convex solve) and the rest of wall_total (step control, bookkeeping), over the
-run, and the env layer = ``env.step`` wall − ``info["sim"]["wall_s"]`` (the ``advance_to`` inside it:
+run, and the env layer = ``env.step`` wall − ``info["wall"]["sim_s"]`` (the ``advance_to`` inside it:
 action mapping, observation, reward terms, ``evaluate()``, wrappers). ``env overhead`` = ``env.step`` wall / Σ
 ``advance_to`` wall − 1: what the env layer costs on top of bare ``sim.advance_to``. Writes the
 ``env-throughput`` section of ``benchmarks/RESULTS.md`` (appended if absent; the rest is kept verbatim) and prints it.
@@ -141,7 +141,7 @@ def run(env, make_policy, steps, seed0=1000, time_linearize=False):
         out["step_wall"] += time.perf_counter() - t0
         out["steps"] += 1
         s = info["sim"]
-        out["sim_wall"] += s["wall_s"]
+        out["sim_wall"] += info["wall"]["sim_s"]
         out["sim_time"] += u.control_period
         out["substeps"] += s["substeps"]
         out["rejected"] += s["rejected"]
@@ -257,7 +257,7 @@ def main():
         "linearization (the gain pool `ExternalSystems.linearize` builds for every convex solve: RNEA "
         "derivatives for `InverseDynamicsPD`, a numba kernel for `SuctionGripper`, closed forms for the joint "
         "PDs; timed by wrapping it) and the convex solve proper (the numba Newton kernel and its "
-        "Python call); advance_to = Σ `info[\"sim\"][\"wall_s\"]`; env layer = `env.step` "
+        "Python call); advance_to = Σ `info[\"wall\"][\"sim_s\"]`; env layer = `env.step` "
         "wall − advance_to (action → set-points, observation, reward terms, `evaluate()`, contact queries for them, "
         "Gymnasium wrappers); env overhead = `env.step` wall / advance_to wall − 1.",
         "",

@@ -85,7 +85,7 @@ def run_episode(env, seed):
         out["step_wall"] += t2 - t1
         out["steps"] += 1
         sim_info = info["sim"]
-        out["sim_wall"] += sim_info["wall_s"]
+        out["sim_wall"] += info["wall"]["sim_s"]
         out["substeps"] += sim_info["substeps"]
         out["rejected"] += sim_info["rejected"]
         out["penetration"] = max(out["penetration"], sim_info["max_penetration"])
@@ -212,7 +212,7 @@ def main():
         "state). Slip in grasp: largest displacement of the box centre in the TCP frame from the end of the "
         "expert's \"close\" phase through lift, carry and lower (until \"open\"), sampled at the env steps. Env "
         "steps/s: env steps / wall time of `env.step` (Gymnasium wrappers of `gym.make` included, the expert's IK "
-        "excluded and given as `expert ms / step`); `env layer share` = 1 − Σ `info[\"sim\"][\"wall_s\"]` / Σ "
+        "excluded and given as `expert ms / step`); `env layer share` = 1 − Σ `info[\"wall\"][\"sim_s\"]` / Σ "
         "`env.step` wall. Substeps: accepted CENIC steps per 0.05 s env step (`info[\"sim\"]`).",
         "",
         *table,

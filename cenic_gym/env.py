@@ -40,8 +40,12 @@ viewer                 "auto"     human mode: "mujoco" (window), "meshcat" (brow
 Rendering (:mod:`cenic_gym.render`) draws a MuJoCo visual twin of the system: the robots' visual meshes and our
 collision shapes, posed from the simulator's state. Nothing of it is imported or built while ``render_mode`` is None.
 
-Solver trouble (accuracy not reachable above the minimum step, a failed solve) ends the episode with
-``truncated=True``, ``info["sim_failure"]`` and the last valid observation; the env then needs a ``reset``.
+Every ``info`` holds ``is_success``, ``sim`` (a plain dict of the step's integrator numbers: ``substeps``,
+``rejected``, ``newton_iters``, ``min_dt`` [s], ``max_penetration`` [m]; a Gymnasium vector env gathers it into
+arrays, ``infos["sim"]["substeps"]``) and ``wall`` (:class:`WallClock`: ``sim_s``, ``realtime_factor``); a step's
+info adds ``reward/<term>`` for each reward term. Solver trouble (accuracy not reachable above the minimum step, a
+failed solve) ends the episode with ``truncated=True``, ``info["sim_failure"]`` and the last valid observation; the
+env then needs a ``reset``.
 """
 from __future__ import annotations
 
@@ -200,7 +204,7 @@ class CenicEnv(gym.Env):
         self._last_obs = obs
         if self.render_mode == "human":
             self.render()
-        return obs, {"is_success": False, "sim": _sim_info(None)}
+        return obs, {"is_success": False, **_step_info(None)}
 
     def step(self, action):
         action = self._check_action(action)
@@ -215,7 +219,7 @@ class CenicEnv(gym.Env):
             obs = self._observe()
             _check_finite(obs)
         except (SimulationError, FloatingPointError) as e:
-            info = {"is_success": False, "sim_failure": f"{type(e).__name__}: {e}", "sim": _sim_info(None)}
+            info = {"is_success": False, "sim_failure": f"{type(e).__name__}: {e}", **_step_info(None)}
             return copy.deepcopy(self._last_obs), 0.0, False, True, info
         self._steps += 1
         self._prev_action = action
@@ -224,7 +228,7 @@ class CenicEnv(gym.Env):
         success = bool(self.evaluate()["success"])
         obs = self._noisy(obs)
         self._last_obs = obs
-        info = {"is_success": success, "sim": _sim_info(stats), **{f"reward/{k}": float(v) for k, v in terms.items()}}
+        info = {"is_success": success, **_step_info(stats), **{f"reward/{k}": float(v) for k, v in terms.items()}}
         if self.render_mode == "human":
             self.render()
         return obs, reward, bool(self._terminated()), False, info
@@ -387,18 +391,14 @@ def _check_finite(obs):
             raise FloatingPointError(f"non-finite observation {p!r}")
 
 
-class SimInfo(Mapping):
-    """``info["sim"]``: integrator statistics of one env step, read like a dict: ``substeps`` (accepted CENIC steps),
-    ``rejected``, ``newton_iters``, ``min_dt`` [s] (nan before the first step), ``max_penetration`` [m] (the deepest
-    contact over the step's accepted states, 0 without contact), ``wall_s`` [s], ``realtime_factor``.
+class WallClock(Mapping):
+    """``info["wall"]``: wall-clock figures of one env step's simulation, read like a dict: ``sim_s`` [s] (the wall
+    time of the ``advance_to`` inside the step) and ``realtime_factor`` (simulated / wall time; nan before the
+    first step). They differ from run to run, so two are equal whatever they hold: Gymnasium's determinism check
+    compares the infos of identical runs, and the simulation's own numbers are in ``info["sim"]``."""
 
-    Equality compares the simulation's own numbers only: the wall-clock fields (``wall_s``, ``realtime_factor``)
-    differ from run to run, and Gymnasium's determinism check compares infos of identical runs."""
-
-    WALL_CLOCK = ("wall_s", "realtime_factor")
-
-    def __init__(self, **values):
-        self._values = values
+    def __init__(self, sim_s, realtime_factor):
+        self._values = dict(sim_s=sim_s, realtime_factor=realtime_factor)
 
     def __getitem__(self, key):
         return self._values[key]
@@ -410,26 +410,25 @@ class SimInfo(Mapping):
         return len(self._values)
 
     def __eq__(self, other):
-        if not isinstance(other, SimInfo):
-            return NotImplemented
-        keys = [k for k in self._values if k not in self.WALL_CLOCK]
-        return self.keys() == other.keys() and all(_same(self[k], other[k]) for k in keys)
+        return isinstance(other, WallClock)
 
     __hash__ = None
 
     def __repr__(self):
-        return f"SimInfo({self._values!r})"
+        return f"WallClock({self._values!r})"
 
 
-def _same(a, b):
-    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
-
-
-def _sim_info(stats):
-    """info["sim"] of one env step (zeros before the first)."""
+def _step_info(stats):
+    """``{"sim": ..., "wall": ...}`` of one env step (zeros before the first). ``info["sim"]`` is a plain dict, so a
+    Gymnasium vector env gathers it into arrays: ``substeps`` (accepted CENIC steps), ``rejected``,
+    ``newton_iters``, ``min_dt`` [s] (the smallest accepted step; +inf when none was taken) and ``max_penetration``
+    [m] (the deepest contact over the step's accepted states, 0 without contact)."""
+    if stats is None or stats.accepted == 0:
+        sim = dict(substeps=0, rejected=0 if stats is None else stats.rejected,
+                   newton_iters=0 if stats is None else stats.newton_iters, min_dt=math.inf, max_penetration=0.0)
+    else:
+        sim = dict(substeps=stats.accepted, rejected=stats.rejected, newton_iters=stats.newton_iters,
+                   min_dt=stats.min_dt, max_penetration=max(0.0, -stats.min_signed_distance))
     if stats is None:
-        return SimInfo(substeps=0, rejected=0, newton_iters=0, min_dt=math.nan, max_penetration=0.0, wall_s=0.0,
-                       realtime_factor=math.nan)
-    return SimInfo(substeps=stats.accepted, rejected=stats.rejected, newton_iters=stats.newton_iters,
-                   min_dt=stats.min_dt, max_penetration=max(0.0, -stats.min_signed_distance),
-                   wall_s=stats.wall_time, realtime_factor=stats.realtime_factor)
+        return dict(sim=sim, wall=WallClock(0.0, math.nan))
+    return dict(sim=sim, wall=WallClock(stats.wall_time, stats.realtime_factor))

@@ -39,6 +39,8 @@ def _same_infos(a, b, mode):
         for i in np.flatnonzero(b.get("_final_obs", np.zeros(N, bool))):
             assert np.array_equal(a["final_obs"][i], b["final_obs"][i])
     assert np.array_equal(a["is_success"], b["is_success"])
+    for key in ("substeps", "rejected", "newton_iters", "min_dt", "max_penetration"):  # the integrator's numbers too
+        assert np.array_equal(a["sim"][key], b["sim"][key]), key
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])

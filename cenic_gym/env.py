@@ -11,6 +11,9 @@ A task subclass defines::
     _reset_task(options)        draw the episode (start state, goal, randomization) with self.np_random
     _apply_action(action)       action (n,) in [−1, 1] -> controller set-points
     _observe()                  -> observation (noise-free; a dict for goal-conditioned tasks)
+    _after_advance()            the task's bookkeeping once per env step, after advance_to, before the
+                                observation (goal reached and redrawn, contact and air-time counters)
+    _task_info()                -> the task's own keys of a step's info (counters, events)
     _reward_terms(action, prev) -> {name: scaled value}; the reward is their sum
     evaluate()                  -> {"success": bool, ...} (success kept apart from reward, as ManiSkill does)
     _terminated()               -> bool
@@ -169,6 +172,11 @@ class CenicEnv(gym.Env):
         """Per-element standard deviations of the observation noise at ``obs_noise=1`` (default: none)."""
         return 0.0
 
+    def _after_advance(self):
+        """The task's per-step bookkeeping, once after each ``advance_to`` and before the observation: the one
+        place a step changes the episode's own variables (a goal reached and redrawn, contact counters), so that
+        observing, rewarding and evaluating are free of side effects (default: nothing)."""
+
     def _reward_terms(self, action, prev_action):
         raise NotImplementedError
 
@@ -177,6 +185,10 @@ class CenicEnv(gym.Env):
 
     def _terminated(self):
         return False
+
+    def _task_info(self):
+        """The task's own keys of a completed step's info (default none)."""
+        return {}
 
     def _task_state(self):
         return {}
@@ -204,7 +216,7 @@ class CenicEnv(gym.Env):
         self._last_obs = obs
         if self.render_mode == "human":
             self.render()
-        return obs, {"is_success": False, **_step_info(None)}
+        return obs, {"is_success": False, **_integrator_info(None)}
 
     def step(self, action):
         action = self._check_action(action)
@@ -216,10 +228,11 @@ class CenicEnv(gym.Env):
         try:
             self._apply_action(applied)
             stats = self.sim.advance_to(self.sim.t + self.control_period, inputs_changed=True)
+            self._after_advance()
             obs = self._observe()
             _check_finite(obs)
         except (SimulationError, FloatingPointError) as e:
-            info = {"is_success": False, "sim_failure": f"{type(e).__name__}: {e}", **_step_info(None)}
+            info = {"is_success": False, "sim_failure": f"{type(e).__name__}: {e}", **_integrator_info(None)}
             return copy.deepcopy(self._last_obs), 0.0, False, True, info
         self._steps += 1
         self._prev_action = action
@@ -228,7 +241,8 @@ class CenicEnv(gym.Env):
         success = bool(self.evaluate()["success"])
         obs = self._noisy(obs)
         self._last_obs = obs
-        info = {"is_success": success, **_step_info(stats), **{f"reward/{k}": float(v) for k, v in terms.items()}}
+        info = {"is_success": success, **_integrator_info(stats), **{f"reward/{k}": float(v) for k, v in terms.items()},
+                **self._task_info()}
         if self.render_mode == "human":
             self.render()
         return obs, reward, bool(self._terminated()), False, info
@@ -418,7 +432,7 @@ class WallClock(Mapping):
         return f"WallClock({self._values!r})"
 
 
-def _step_info(stats):
+def _integrator_info(stats):
     """``{"sim": ..., "wall": ...}`` of one env step (zeros before the first). ``info["sim"]`` is a plain dict, so a
     Gymnasium vector env gathers it into arrays: ``substeps`` (accepted CENIC steps), ``rejected``,
     ``newton_iters``, ``min_dt`` [s] (the smallest accepted step; +inf when none was taken) and ``max_penetration``

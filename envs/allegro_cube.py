@@ -323,7 +323,6 @@ class AllegroCubeEnv(CenicEnv):
         self.reached = False  # the last step reached its goal
         self.dropped = False
         self.rot_error = rotation_angle(rotation_to_goal(q[self.cube_q][3:7], self.goal))
-        self.pending_update = False
 
     def _sample_goal(self, q_cube):
         rng = self.np_random
@@ -348,10 +347,9 @@ class AllegroCubeEnv(CenicEnv):
         self.q_target = np.clip(self.q_target + self.config["action_scale"] * self.applied, self.q_lower,
                                 self.q_upper)
         self.pd.set_target(q_d=self.q_target)
-        self.pending_update = True
 
     # -- per-step bookkeeping (once after each advance: goal reached, drop, next goal) ---------------------------
-    def _update(self):
+    def _after_advance(self):
         c = self.config
         q_cube = self.sim.q[self.cube_q]
         self.rot_error = rotation_angle(rotation_to_goal(q_cube[3:7], self.goal))
@@ -364,12 +362,9 @@ class AllegroCubeEnv(CenicEnv):
             self.successes += 1
             self.goal = self._sample_goal(q_cube[3:7])
             self.wide_reached = False
-        self.pending_update = False
 
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _observe(self):
-        if self.pending_update:
-            self._update()
         q, v = self.sim.q, self.sim.v
         qh = q[self.hand_q]
         q_cube = q[self.cube_q]
@@ -433,15 +428,12 @@ class AllegroCubeEnv(CenicEnv):
     def _terminated(self):
         return self.dropped
 
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        if "sim_failure" not in info:
-            info.update(successes=self.successes, successes_wide=self.successes_wide, rotation_error=self.rot_error)
-        return obs, reward, terminated, truncated, info
+    def _task_info(self):
+        return dict(successes=self.successes, successes_wide=self.successes_wide, rotation_error=self.rot_error)
 
     # -- state ---------------------------------------------------------------------------------------------------
     _TASK_KEYS = ("q_target", "home", "params", "applied", "successes", "successes_wide", "goal", "wide_reached",
-                  "reached", "dropped", "rot_error", "pending_update")
+                  "reached", "dropped", "rot_error")
 
     def _task_state(self):
         return {k: getattr(self, k) for k in self._TASK_KEYS}

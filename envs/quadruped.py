@@ -354,7 +354,6 @@ class QuadrupedEnv(CenicEnv):
         self.foot_force = np.zeros((4, 3))
         self.foot_slip = np.zeros(4)
         self.base_contact = False
-        self.pending_update = False
         self.params = params
         self.vel_avg = self._tracked_velocity()
 
@@ -426,10 +425,9 @@ class QuadrupedEnv(CenicEnv):
                 self.push_countdown = self._sample_push_steps()
         self.applied = np.asarray(action, dtype=float).copy()
         self.pd.set_target(q_d=(gc.NOMINAL + c["action_scale"] * self.applied).clip(self.q_lower, self.q_upper))
-        self.pending_update = True
 
     # -- per-step bookkeeping (once after each advance: contacts, air times, velocity average) -------------------
-    def _update(self):
+    def _after_advance(self):
         c, sim = self.config, self.sim
         cr = sim.contact_results()
         force, fn_foot, slip = [0.0] * 12, [0.0] * 4, [0.0] * 4  # force: 4 feet x (x, y, z) [N], world frame
@@ -466,7 +464,6 @@ class QuadrupedEnv(CenicEnv):
         self.contact = contact
         alpha = min(1.0, self.control_period / c["tracking_window"])
         self.vel_avg = self.vel_avg + alpha * (self._tracked_velocity() - self.vel_avg)
-        self.pending_update = False
 
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _base(self):
@@ -491,8 +488,6 @@ class QuadrupedEnv(CenicEnv):
         return np.array([v[0], v[1], omega[2]])
 
     def _observe(self):
-        if self.pending_update:
-            self._update()
         q, v, R, _, omega, v_base = self._base()
         obs = np.concatenate([v_base, omega, -R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v],
                               self.applied, self.command])
@@ -563,7 +558,7 @@ class QuadrupedEnv(CenicEnv):
     # -- state ---------------------------------------------------------------------------------------------------
     _TASK_KEYS = ("command", "reward_command", "fixed_command", "command_countdown", "push_countdown", "applied",
                   "air_time", "contact", "first_contact", "touchdown_air", "foot_force", "foot_slip", "base_contact",
-                  "pending_update", "vel_avg", "params")
+                  "vel_avg", "params")
 
     def _task_state(self):
         return {k: getattr(self, k) for k in self._TASK_KEYS}

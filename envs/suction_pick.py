@@ -364,15 +364,14 @@ class SuctionPickEnv(CenicEnv):
         self.cmd = new
         self.suction.on = bool(action[4] > c["suction_threshold"])
 
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        if "sim_failure" not in info:
-            was = self.attached
-            self.attached = self._holding() >= 2
-            self.events = dict(attach_event=self.attached and not was, release_event=was and not self.attached)
+    def _after_advance(self):
+        was = self.attached
+        self.attached = self._holding() >= 2
+        self.events = dict(attach_event=self.attached and not was, release_event=was and not self.attached)
+
+    def _task_info(self):
         force = self.suction.cup_forces(self.sim.q, self._suction_pairs())
-        info.update(self.events, attached=self.attached, **{"suction/on": self.suction.on, "suction/force": force})
-        return obs, reward, terminated, truncated, info
+        return dict(self.events, attached=self.attached, **{"suction/on": self.suction.on, "suction/force": force})
 
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _state(self):

@@ -7,6 +7,7 @@ adaptive substeps as the accuracy needs, with the controllers integrated implici
 A task subclass defines::
 
     default_config()            every number of the task (and the common options below), overridable by kwargs
+    _check_config(config)       validate the merged config once; set action_space and observation_space
     _build()                    -> (MultibodySystem, [external systems])   once per env
     _reset_task(options)        draw the episode (start state, goal, randomization) with self.np_random
     _apply_action(action)       action (n,) in [−1, 1] -> controller set-points
@@ -128,6 +129,7 @@ class CenicEnv(gym.Env):
                   **self.CAMERA}
         self.config = merge_config({**COMMON_DEFAULTS, "camera": camera, **self.default_config()}, kwargs, name)
         c = self.config
+        self._check_config(c)
         if c["render_mode"] is not None and c["render_mode"] not in RENDER_MODES:
             raise ValueError(f"render_mode={c['render_mode']!r} is not one of {[None, *RENDER_MODES]}")
         self.render_mode = c["render_mode"]
@@ -155,6 +157,11 @@ class CenicEnv(gym.Env):
     @staticmethod
     def default_config():
         return {}
+
+    def _check_config(self, config):
+        """Validate the task's options of the merged ``config`` (a ValueError naming the value) and set
+        ``action_space`` / ``observation_space``; called once, before anything is built."""
+        raise NotImplementedError
 
     def _build(self):
         raise NotImplementedError

@@ -248,8 +248,7 @@ class AllegroCubeEnv(CenicEnv):
 
     CAMERA = dict(lookat=(-0.05, 0.0, 0.05), distance=0.55, azimuth=150.0, elevation=-35.0)  # render default
 
-    def __init__(self, **kwargs):
-        cfg = {**default_config(), **kwargs}
+    def _check_config(self, cfg):
         for key in ("action_scale", "cube_size", "cube_mass", "stiffness", "success_threshold",
                     "success_threshold_wide", "effort_limit"):
             v = cfg[key]
@@ -269,11 +268,9 @@ class AllegroCubeEnv(CenicEnv):
                 policy=policy, critic=spaces.Box(-np.inf, np.inf, (self.N_CRITIC_OBS,), np.float32))
         else:
             self.observation_space = policy
-        super().__init__(**kwargs)
-        c = self.config
-        lo, hi = c["start_yaw"]
+        lo, hi = cfg["start_yaw"]
         if not lo <= hi:
-            raise ValueError(f"start_yaw must be a range (low, high) with low <= high, got {c['start_yaw']!r}")
+            raise ValueError(f"start_yaw must be a range (low, high) with low <= high, got {cfg['start_yaw']!r}")
 
     # -- scene ---------------------------------------------------------------------------------------------------
     def _build(self):

@@ -223,8 +223,7 @@ class FrankaBoxEnv(CenicEnv):
             cls = FrankaBoxGoalEnv
         return super().__new__(cls)
 
-    def __init__(self, **kwargs):
-        cfg = {**default_config(), **kwargs}
+    def _check_config(self, cfg):
         if cfg["goal_conditioned"] and not isinstance(self, FrankaBoxGoalEnv):
             raise ValueError(f"goal_conditioned=True is the goal-conditioned form: make it with "
                              f"gym.make('CenicFrankaGoal-v0') or FrankaBoxGoalEnv, not {type(self).__name__}")
@@ -250,7 +249,6 @@ class FrankaBoxEnv(CenicEnv):
             raise ValueError(f"reach_goal_range must be None or a finite half-width >= 0 [m], got {r!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (8,), np.float32)
         self.observation_space = spaces.Box(-np.inf, np.inf, (49,), np.float32)
-        super().__init__(**kwargs)
 
     # -- scene ---------------------------------------------------------------------------------------------------
     def _build(self):

@@ -256,8 +256,7 @@ class QuadrupedEnv(CenicEnv):
     # render default: follows the base
     CAMERA = dict(lookat=(0.0, 0.0, 0.0), distance=1.6, azimuth=130.0, elevation=-20.0, track=gc.BASE_JOINT)
 
-    def __init__(self, **kwargs):
-        cfg = {**default_config(), **kwargs}
+    def _check_config(self, cfg):
         for key in ("action_scale", "settle_time", "spawn_height", "command_resample_mean", "tracking_sigma",
                     "tracking_window", "stiffness"):
             v = cfg[key]
@@ -282,13 +281,15 @@ class QuadrupedEnv(CenicEnv):
                 policy=policy, critic=spaces.Box(-np.inf, np.inf, (self.N_CRITIC_OBS,), np.float32))
         else:
             self.observation_space = policy
-        super().__init__(**kwargs)
-        c = self.config
         for key in ("push_interval", "push_velocity", "start_yaw"):
-            lo, hi = c[key]
+            lo, hi = cfg[key]
             if not lo <= hi or (key != "start_yaw" and lo < 0):
                 bound = "low <= high" if key == "start_yaw" else "0 <= low <= high"
-                raise ValueError(f"{key} must be a range (low, high) with {bound}, got {c[key]!r}")
+                raise ValueError(f"{key} must be a range (low, high) with {bound}, got {cfg[key]!r}")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        c = self.config
         sim = self.sim
         self._nominal_inertia = [sim.body_inertia(j) for j in self._body_joints]
         # the stance every episode starts from: the robot dropped at NOMINAL, settled (a throwaway simulator)

@@ -200,8 +200,7 @@ class SuctionPickEnv(CenicEnv):
 
     CAMERA = dict(lookat=(0.1, 0.15, 0.15), distance=1.1, azimuth=120.0, elevation=-30.0)  # render default
 
-    def __init__(self, **kwargs):
-        cfg = {**default_config(), **kwargs}
+    def _check_config(self, cfg):
         n = cfg["n_boxes"]
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 6:
             raise ValueError(f"n_boxes must be an integer in [1, 6], got {n!r}")
@@ -218,7 +217,6 @@ class SuctionPickEnv(CenicEnv):
                              f"{cfg['box_size_range']!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (5,), np.float32)
         self.observation_space = spaces.Box(-np.inf, np.inf, (48,), np.float32)
-        super().__init__(**kwargs)
 
     # -- scene ---------------------------------------------------------------------------------------------------
     def _build(self):

@@ -96,7 +96,7 @@ def test_one_draw_picks_plain_grasped_or_placed_starts():
     (dict(placed_start=-0.1), "placed_start must be a probability in [0, 1], got -0.1"),
     (dict(grasped_start=0.6, placed_start=0.5), "grasped_start + placed_start must be at most 1, got 0.6 + 0.5"),
     (dict(grasped_start=1.5), "grasped_start must be a probability in [0, 1], got 1.5"),
-    (dict(grasped_start=True), "grasped_start must be a probability"),
+    (dict(grasped_start=True), "option grasped_start=True must be a finite number"),  # the merge checks the type
     (dict(grasp_settle=0.0), "grasp_settle must be a duration > 0 [s], got 0.0")])
 def test_bad_values_raise_naming_them(kwargs, text):
     with pytest.raises(ValueError, match=re.escape(text)):

@@ -178,7 +178,7 @@ class SceneBuilder:
 
     def add_coupler(self, joint0, joint1, ratio=1.0, offset=0.0):
         """Couple two 1-DOF joints (names or indices): q[joint0] = ratio q[joint1] + offset [m or rad]
-        (physics-notes §2.8).
+        (docs/physics.md §2.8).
 
         Both joints stay independent DOFs; the constraint is enforced by the solver's coupler pool."""
         j0, j1 = self._joint_index(joint0, "joint0"), self._joint_index(joint1, "joint1")

@@ -1,4 +1,4 @@
-"""The CENIC integrator: error-controlled ICF steps (CENIC §V, Alg. 1; physics-notes §4).
+"""The CENIC integrator: error-controlled ICF steps (CENIC §V, Alg. 1; docs/physics.md §4).
 
 One ICF step x^{n+1} = ICF(x^n; δt) (CENIC eq. 21) is: geometry and dynamics at x^n, the convex problem
 A = M + δt D, r = M v^n − δt (k + D·0 − τ_explicit), solved by :func:`cenic_gym.solver.solve`, then
@@ -7,7 +7,7 @@ types it does not cover; quaternions stay unit).
 
 Error control (§V-A): first-order step doubling — the full step and two half steps; the error estimate is
 e = ‖q^{n+1} − q̂^{n+1}‖_∞ on the raw generalized positions (S = I: metres, radians and quaternion components,
-as in Drake; physics-notes §4.4), and the half-step result is kept. The step size follows CENIC Alg. 1 with the
+as in Drake; docs/physics.md §4.4), and the half-step result is kept. The step size follows CENIC Alg. 1 with the
 paper's constants and Drake's safeguards (§4.5), p = 2. Fixed-step mode runs plain ICF steps (discrete Lagged ICF).
 Under error control each solve takes its friction bounds from the step's own normal impulses where the lagged ones
 disagree (:func:`cenic_gym.solver.solve_coulomb`, issue 10: Coulomb's law at impacts).
@@ -78,7 +78,7 @@ def state_terms(M_upper, v, q, contacts, vs, static, out):
 
     out = (M (symmetrized from Pinocchio's upper triangle), D = diag(M)^(-1/2), the lagged contact terms μ, f_n0
     and Delassus estimate w (ICF §VI), the limit pool's c^n and m = 1/W_ii ≈ M_jj (erratum E3), the coupler
-    pool's c^n = q0 − ρ q1 − offset and m = 1/(1/M_00 + ρ²/M_11) (physics-notes §2.8)).
+    pool's c^n = q0 − ρ q1 − offset and m = 1/(1/M_00 + ρ²/M_11) (docs/physics.md §2.8)).
     contacts = (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, nc); static = the system's limit and coupler indices."""
     Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, nc = contacts
     limit_q, limit_v, cpl_q0, cpl_q1, cpl_v0, cpl_v1, cpl_ratio, cpl_offset = static

@@ -4,7 +4,7 @@ One query per convex solve (ICF §III-B): joint poses (numba from q for free bod
 1-DOF joints, Pinocchio for the rest),
 geometry poses, a bounding-sphere broad phase over the candidate pairs and the narrow phase of
 :mod:`cenic_gym.narrowphase` — primitive pairs in one numba call, other pairs (convex meshes, cylinders against
-anything but half-spaces and boxes) through coal with contact patches. Pair materials combine as in Drake (physics-notes §2.2).
+anything but half-spaces and boxes) through coal with contact patches. Pair materials combine as in Drake (docs/physics.md §2.2).
 
 Contact convention: normal n̂ points from geometry A to geometry B, φ < 0 is penetration, the point is the midpoint
 of the witness points, and the relative-velocity Jacobian gives v_c = v_B − v_A at that point.

@@ -1,5 +1,5 @@
 """Implicit external systems: controllers and force elements inside the convex step (CENIC §III-C, §V-C;
-physics-notes §2.9, §2.10, §4.6).
+docs/physics.md §2.9, §2.10, §4.6).
 
 An external system has a state z (n_z,), dynamics ż = h(t, z, q, v) and an output τ = g(t, z, q, v): generalized
 forces [N or N m] on the generalized velocities ``dofs`` (indices into v), each clamped to ±``effort_limit``.
@@ -10,7 +10,7 @@ q̃(v) = q^n ⊕ δt v (CENIC eq. 26–29):
     τ ≈ −C v + d,            C = max(0, diag(−∂_v g̃)),        d = g̃(v^n) + C v^n,   g̃(v) = g(Z v + b_z, q̃(v), v)
 
 and the law τ_i = clamp(d_i − C_i v_i, ±e_i) enters the convex problem as an effort-limited gain constraint
-(Huber potential, physics-notes §2.9), so stiff gains never force small steps. Only the diagonal of −∂g̃/∂v is
+(Huber potential, docs/physics.md §2.9), so stiff gains never force small steps. Only the diagonal of −∂g̃/∂v is
 kept (the curl condition of ICF); a negative entry gives C_ii = 0, i.e. the explicit τ ≈ g̃(v^n) for that DOF.
 
 Derivatives are forward differences by default (CENIC §V-C, Drake's recipe: Δv_i = √eps · max(1, |v_i|));
@@ -301,7 +301,7 @@ class JointController(ExternalSystem):
 
 
 class JointPD(JointController):
-    """τ = K_p (q_d − q) + K_d (v_d − v) + τ_ff on 1-DOF joints. Linearized exactly (physics-notes §2.10):
+    """τ = K_p (q_d − q) + K_d (v_d − v) + τ_ff on 1-DOF joints. Linearized exactly (docs/physics.md §2.10):
     C = K_d + δt K_p, d = K_p (q_d − q^n) + K_d v_d + τ_ff."""
 
     def __init__(self, system, dofs, kp, kd, q_d=None, v_d=None, tau_ff=None, effort_limit="model", implicit=True):
@@ -345,7 +345,7 @@ class JointPD(JointController):
 
 @njit(cache=True)
 def joint_pd_law(kp, kd, q_d, v_d, tau_ff, qidx, q, dt, c, b):
-    """The implicit joint PD law of a step of size dt [s] from q (physics-notes §2.10), written into c, b (n,):
+    """The implicit joint PD law of a step of size dt [s] from q (docs/physics.md §2.10), written into c, b (n,):
     c = K_d + δt K_p [N s/m or N m s/rad], b = K_p (q_d − q[qidx]) + K_d v_d + τ_ff [N or N m], per DOF in the
     same floating-point operation order as the numpy expressions it replaces (bit-identical). One numba call
     instead of eight numpy temporaries: this law is evaluated for every convex solve (3 per step-doubling attempt).

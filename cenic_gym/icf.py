@@ -1,4 +1,4 @@
-"""The convex problem of one ICF step (Irrotational Contact Fields; CENIC §IV, physics-notes §1–2).
+"""The convex problem of one ICF step (Irrotational Contact Fields; CENIC §IV, docs/physics.md §1–2).
 
     v^{n+1} = argmin_v  ℓ(v) = ½ vᵀ A v − rᵀ v + Σ_pools Σ_i ℓ_i(v_c,i)
 
@@ -15,15 +15,15 @@ argument with named fields) frozen at x^n (the *lagged* quantities) plus the ste
 * limits (near-rigid one-sided joint limits, CENIC §IV-D with errata E1, E2): per 1-DOF joint the velocity index,
   position c^n, bounds, and the effective mass m = 1/W_ii.
 * gains (effort-limited linear control laws τ = clamp(b − c v, ±e), CENIC eq. 19–20 in the continuous Huber form
-  of physics-notes §2.9): per entry the velocity index, c ≥ 0, b, e (may be inf). Every external system (PD,
+  of docs/physics.md §2.9): per entry the velocity index, c ≥ 0, b, e (may be inf). Every external system (PD,
   PID and inverse-dynamics controllers, the suction element) contributes its linearization to this pool.
-* couplers (q_0 = ρ q_1 + offset between two 1-DOF joints, URDF ``<mimic>``, physics-notes §2.8): the limit
+* couplers (q_0 = ρ q_1 + offset between two 1-DOF joints, URDF ``<mimic>``, docs/physics.md §2.8): the limit
   potential with both bounds at 0 on c = q_0 − ρ q_1 − offset.
 
 Each pool (one section below: :class:`ContactPool`, :class:`LimitPool`, :class:`GainPool`, :class:`CouplerPool`)
 has a kernel adding its cost, gradient and Hessian to the problem's (``<pool>_pool_cost``) and one adding its value
 and first / second derivative along a search direction (``<pool>_pool_line``: line search in linear time,
-physics-notes §3.2); :mod:`cenic_gym.solver` sums them. All kernels are numba, no fastmath. The pool and per-contact
+docs/physics.md §3.2); :mod:`cenic_gym.solver` sums them. All kernels are numba, no fastmath. The pool and per-contact
 kernels the Newton loop calls are inlined (``inline="always"``): a call that passes a pool by value increments and
 decrements the reference count of each of its arrays (the four pools hold 24), which had cost more than the pools'
 own arithmetic in a line-search evaluation (Go1: 0.55 µs per evaluation, 0.20 µs inlined; RESULTS.md "Engine speed:
@@ -62,7 +62,7 @@ def stribeck_mu(speed, vs, mu_s, mu_d):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Contact potential (physics-notes §2.2–2.4)
+# Contact potential (docs/physics.md §2.2–2.4)
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -348,7 +348,7 @@ def gain_pool_line(pool, v, p, alpha, dt, f, d1, d2):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Couplers (physics-notes §2.8): the limit potential with both bounds at 0 on c = q_0 − ρ q_1 − offset
+# Couplers (docs/physics.md §2.8): the limit potential with both bounds at 0 on c = q_0 − ρ q_1 − offset
 # ---------------------------------------------------------------------------------------------------------------
 
 CouplerPool = namedtuple("CouplerPool", ["dof0", "dof1", "ratio", "c", "m"])

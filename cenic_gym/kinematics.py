@@ -1,6 +1,6 @@
 """Kinematics kernels (numba): joint and geometry world poses, contact Jacobians.
 
-Contact Jacobian [physics-notes §1]: with Pinocchio's WORLD-frame joint Jacobian (``data.J`` after
+Contact Jacobian [docs/physics.md §1]: with Pinocchio's WORLD-frame joint Jacobian (``data.J`` after
 ``pin.computeJointJacobians``: rows [v_O; ω], v_O the velocity of the body point at the world origin), the velocity
 of a body-fixed point at world position p is v_O + ω × p, so its Jacobian column c is J_v[:, c] + J_ω[:, c] × p for
 the columns c that support the body's joint (zero elsewhere). The relative-velocity Jacobian of a contact is

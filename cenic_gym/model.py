@@ -9,7 +9,7 @@ A :class:`MultibodySystem` holds
   constant placement in that joint's frame, and a :class:`ContactMaterial`;
 * the candidate collision pairs (same-joint and fixed/fixed pairs are filtered out);
 * joint position limits of 1-DOF joints (for the near-rigid limit constraints of CENIC §IV-D);
-* couplers q[i0] = ρ q[i1] + offset between 1-DOF joints (URDF ``<mimic>``, physics-notes §2.8) as flat arrays;
+* couplers q[i0] = ρ q[i1] + offset between 1-DOF joints (URDF ``<mimic>``, docs/physics.md §2.8) as flat arrays;
 * the robots merged from model files (:class:`RobotInfo`: their joints' q/v indices, links, geometries).
 
 Scenes are built in code with :class:`cenic_gym.builder.SceneBuilder`; robots come from URDF (+ SRDF) or MJCF files
@@ -494,7 +494,7 @@ class Geometry:
 
 @dataclass(frozen=True)
 class Coupler:
-    """Holonomic coupler between two 1-DOF joints (physics-notes §2.8): c = q[joint0] − ratio q[joint1] − offset = 0.
+    """Holonomic coupler between two 1-DOF joints (docs/physics.md §2.8): c = q[joint0] − ratio q[joint1] − offset = 0.
 
     joint0 is the driven joint (URDF ``<mimic>``: the mimicking joint), joint1 the source (the mimicked joint)."""
 

@@ -1,8 +1,8 @@
-"""Reference scenes with known answers (physics-notes §5.6), shared by the tests, the demo and the benchmarks.
+"""Reference scenes with known answers (docs/physics.md §5.6), shared by the tests, the demo and the benchmarks.
 
 Every function returns a :class:`~cenic_gym.model.MultibodySystem`; all numbers are SI. Where a scene's
 material is stated, both the ground and the bodies get it, so the combined pair material (springs in series,
-harmonic-mean friction, physics-notes §2.2) has stiffness k/2 and the stated μ.
+harmonic-mean friction, docs/physics.md §2.2) has stiffness k/2 and the stated μ.
 """
 from __future__ import annotations
 
@@ -186,7 +186,7 @@ def panda_box_grasp(box_xy=(0.5, -0.15), box_size=(0.16, 0.06, 0.21), box_mass=0
     diag(∂τ/∂v) of an inverse-dynamics controller, which is stable at high gains only if the Jacobi iteration
     of the mass matrix converges, ρ(diag(M)⁻¹ offdiag(M)) < 1 — about 1.2 for the bare Panda, < 0.96 with 0.1.
 
-    Materials (per geometry; pairs combine in series, physics-notes §2.2): robot k = 1e5 N/m, d = 20 s/m, μ = 1
+    Materials (per geometry; pairs combine in series, docs/physics.md §2.2): robot k = 1e5 N/m, d = 20 s/m, μ = 1
     (rubber-like pads); box k = 1e5 N/m, d = 20 s/m, μ = 1; ground k = 1e5 N/m, d = 20 s/m, μ = 0.5. Finger/box
     pairs: k = 5e4 N/m per contact point, μ = 1. Returns the system; ``system.q0`` is the initial state."""
     robot_material = robot_material or ContactMaterial(stiffness=1e5, dissipation=20.0, mu_static=1.0)

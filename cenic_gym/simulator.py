@@ -389,7 +389,7 @@ class Simulator:
 
     def set_geometry_material(self, geoms, stiffness=None, dissipation=None, mu_static=None, mu_dynamic=None):
         """Change contact parameters of geometries (name, index or a list) from the next step on, in this simulator
-        only (the system keeps its defaults). Pair values combine as at build time (physics-notes §2.2)."""
+        only (the system keeps its defaults). Pair values combine as at build time (docs/physics.md §2.2)."""
         idx = self._geometry_indices(geoms)
         qy = self.integrator.start.query
         new = {}

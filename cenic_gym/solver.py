@@ -1,4 +1,4 @@
-"""Newton's method with exact line search for the ICF convex problem (CENIC §VI, physics-notes §3).
+"""Newton's method with exact line search for the ICF convex problem (CENIC §VI, docs/physics.md §3).
 
 Everything runs in one numba call per convex solve: the cost, gradient and Hessian sums over the constraint
 pools of :mod:`cenic_gym.icf`, a Cholesky factorization (:func:`cholesky`: dense, or by blocks of
@@ -13,7 +13,7 @@ statistics is filled:
 
 Friction bounds at impacts (issue 10; :func:`solve_coulomb`, :func:`friction_bound_mismatch`)
 --------------------------------------------------------------------------------------------
-What changes: the normal impulse in the Lagged friction bound, physics-notes §2.3 / ICF eq. 18 / CENIC eq. 14,
+What changes: the normal impulse in the Lagged friction bound, docs/physics.md §2.3 / ICF eq. 18 / CENIC eq. 14,
 ``ℓ_t = μ γ_n0 ‖v_t‖_s`` with ``γ_n0 = δt f_n(x^n)``. Under error control (CENIC steps; fixed steps keep the paper's
 Lagged model) γ_n0 becomes, per contact, a constant b_i that agrees with the step's own normal impulse
 ``γ_n,i = n(v_n,i^{n+1})`` (ICF eq. 7): the lagged solve runs first and is kept when its normal impulses agree with
@@ -25,7 +25,7 @@ rtol = √ε_acc relative and ε_acc [m/s] absolute (contact-point velocity, via
 after :data:`MAX_FRICTION_SOLVES` solves rejects the step (counted as a solver failure), which then shrinks.
 
 Why it stays convex: within a solve b is a constant, so every solve minimises exactly the ICF cost of
-physics-notes §2.4 (ℓ_t = μ b ‖v_t‖_s is convex in v_t for any b ≥ 0; ℓ_n, the regularization ε = max(v_s, σ w μ b)
+docs/physics.md §2.4 (ℓ_t = μ b ‖v_t‖_s is convex in v_t for any b ≥ 0; ℓ_n, the regularization ε = max(v_s, σ w μ b)
 and the Stribeck μ(‖v_t^n‖) are unchanged): A ≻ 0, one minimiser, Newton with exact line search converges. The
 implicit law "b = γ_n(v)" inside one problem would break the curl condition (ICF eq. 16, the "true" model eq. 11);
 it is only ever imposed between solves. Consistency: wherever the normal force is smooth, γ_n − γ_n0 = O(δt²) and,

@@ -1,5 +1,5 @@
 """The gain pool of the external systems for one convex solve (external.ExternalSystems.linearize): the JointPD law
-in numba (joint_pd_law) against the numpy expressions of physics-notes §2.10, the lean single-JointPD path against
+in numba (joint_pd_law) against the numpy expressions of docs/physics.md §2.10, the lean single-JointPD path against
 the general one, the pools of a step-doubling attempt's full and half step (linearize_full_and_half) against two
 linearizations, and the ownership of the pool's arrays."""
 import numpy as np

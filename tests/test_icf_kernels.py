@@ -1,4 +1,4 @@
-"""ICF potentials: gradients/Hessians against central finite differences, convexity, continuity (physics-notes §5.7)."""
+"""ICF potentials: gradients/Hessians against central finite differences, convexity, continuity (docs/physics.md §5.7)."""
 import numpy as np
 import pytest
 
@@ -148,7 +148,7 @@ def test_limit_cost_fd_and_erratum_e1():
 
 
 def test_stribeck_mu_values():
-    # physics-notes §2.3: σ(0)=1, σ(10)=0.5, σ(20)≈0
+    # docs/physics.md §2.3: σ(0)=1, σ(10)=0.5, σ(20)≈0
     vs = 1e-4
     assert np.isclose(icf.stribeck_mu(0.0, vs, 1.0, 0.0), 1.0, atol=1e-12)
     assert np.isclose(icf.stribeck_mu(10 * vs, vs, 1.0, 0.0), 0.5)

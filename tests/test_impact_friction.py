@@ -16,14 +16,14 @@ point's velocity is v + ω × (−R ẑ), so the slip is s = v_x − R ω_y; it 
 3. Sliding on the ground: N = m g, friction μ m g, so ds/dt = −(7/2) μ g, and the sphere rolls
    s⁺ / ((7/2) μ g) = 2U0/(7μg) − √(2h/g) after touchdown (the "skid", 15.5 ms), at v_x = 5/7 U0.
 4. Release to rolling: t_roll = t_td + skid = **2U0/(7μg)**, the same as for the sphere launched on the ground
-   (physics-notes §5.6 item 6). In general: while it slides the friction impulse is μ times the normal impulse, and
+   (docs/physics.md §5.6 item 6). In general: while it slides the friction impulse is μ times the normal impulse, and
    the vertical momentum is zero before the release and after the landing, so the normal impulse from release to t is
    m g t whatever happens in between, and s(t) = U0 − (7/2) μ g t until s = 0.
 
 With U0 = 2 m/s, μ = 0.5, h = 5 cm, g = 9.81: t_td = 0.10096 s, t_roll = 0.11650 s, skid 15.54 ms.
 
 The compliant model (k = 1e7 N/m, d = 500 s/m) is not quite plastic: Hunt–Crossley lets the sphere leave with
-v_out → 1/d = 2 mm/s (physics-notes §5.6 item 8), an extra normal impulse ≈ m/d which brings rolling ≈ 0.1 % earlier
+v_out → 1/d = 2 mm/s (docs/physics.md §5.6 item 8), an extra normal impulse ≈ m/d which brings rolling ≈ 0.1 % earlier
 (0.11641 s at ε = 1e-8). The Lagged model (friction bound μ δt f_n(x^n), ICF eq. 18) instead grips: at the landing
 step f_n(x^n) = k(−φ0)(1 − d v_n^n) is ~500 times the elastic force, so the sphere rolled within one step of
 touchdown at ε = 1e-4 (skid 0.2 ms instead of 15.5 ms) — or, when the contact appears inside a step (f_n(x^n) = 0),

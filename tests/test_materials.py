@@ -1,6 +1,6 @@
 """Bodies of unequal materials: how a pair's stiffness, dissipation and friction follow from its two materials.
 
-Pairs combine as in Drake (physics-notes §2.2): springs in series k = k₁k₂/(k₁ + k₂), Hunt–Crossley dissipation
+Pairs combine as in Drake (docs/physics.md §2.2): springs in series k = k₁k₂/(k₁ + k₂), Hunt–Crossley dissipation
 d = (k₂d₁ + k₁d₂)/(k₁ + k₂), friction μ = 2μ₁μ₂/(μ₁ + μ₂) (static and dynamic coefficients each). Every other
 test gives both sides of a contact the same material, where any mean of two equal numbers is that number; here
 the two sides always differ, and each test measures a physical consequence of the combined value against an
@@ -96,7 +96,7 @@ def test_box_on_a_slope_steeper_than_the_harmonic_mean_slides_at_its_coulomb_acc
 def test_box_on_a_gentler_slope_sticks_and_creeps_at_the_regularized_rate_of_the_harmonic_mean():
     """Same materials on a 15° slope (below atan 0.32 = 17.7°, above atan 0.2 = 11.3°): the box sticks. Lagged
     friction is regularized (γ_t = μ γ_n f(v/v_s), f(s) = s/√(1+s²)), so "sticking" is a steady creep where
-    μ f(v/v_s) = tan θ: v = v_s r/√(1 − r²), r = tan θ/μ (physics-notes §5.6-2) = 1.532e-4 m/s for μ = 0.32
+    μ f(v/v_s) = tan θ: v = v_s r/√(1 − r²), r = tan θ/μ (docs/physics.md §5.6-2) = 1.532e-4 m/s for μ = 0.32
     (arithmetic mean 0.5: 0.64e-4; geometric 0.4: 0.95e-4; min 0.2: slides at 0.65 m/s²). Measured over 1..2 s with
     δt ≤ 10 ms (so that the impact regularization σ w μ γ_n0 stays below v_s): equal to 1e-6."""
     th = math.radians(15.0)
@@ -163,7 +163,7 @@ def _hunt_crossley_rebound(h, k, d, m):
     """Apex height [m] of the first rebound of a ball dropped from rest at h on a Hunt–Crossley ground,
     m z̈ = −m g + k (−z)₊ (1 − d ż)₊ (z: lowest point), integrated by scipy (DOP853, rtol 1e-12) to the event ż = 0
     after the impact. Gravity acts during the contact too (it lowers the rebound by ~8 % against the
-    gravity-free restitution of physics-notes §5.6-8 here)."""
+    gravity-free restitution of docs/physics.md §5.6-8 here)."""
     def rhs(t, y):
         return [y[1], -G + k * max(-y[0], 0.0) * max(1.0 - d * y[1], 0.0) / m]
 

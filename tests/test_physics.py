@@ -1,4 +1,4 @@
-"""Physics against analytic answers (physics-notes §5.6) and convergence studies."""
+"""Physics against analytic answers (docs/physics.md §5.6) and convergence studies."""
 import math
 
 import numpy as np
@@ -14,7 +14,7 @@ def test_free_fall_step_doubling_error_is_g_dt2_over_4():
     sim.advance_to(1.0)
     for t, dt, accepted, err in sim.history:
         assert err == pytest.approx(G * dt**2 / 4, rel=1e-6)
-    # the controller settles near 0.9 * 2 sqrt(ε/g) (physics-notes §5.6-1)
+    # the controller settles near 0.9 * 2 sqrt(ε/g) (docs/physics.md §5.6-1)
     dts = np.array([h[1] for h in sim.history if h[2]])
     assert np.median(dts[3:-1]) == pytest.approx(0.9 * 2 * math.sqrt(1e-3 / G), rel=0.05)
 
@@ -92,7 +92,7 @@ def test_static_then_dynamic_friction_under_ramped_force():
         if t_break is None and sim.body_pose("box")[0][0] - x0 > 1e-3:
             t_break = t
     assert t_break is not None
-    # breakaway near μ_s m g (the regularized blend peaks at ~0.98 μ_s, physics-notes §2.3)
+    # breakaway near μ_s m g (the regularized blend peaks at ~0.98 μ_s, docs/physics.md §2.3)
     assert rate * t_break == pytest.approx(mu_s * m * G, rel=0.05)
     # then sliding under μ_d: v(t2) − v(t1) = ∫ (F − μ_d m g)/m dt
     t1, t2 = t_break + 0.2, 2.1
@@ -213,7 +213,7 @@ def _bounce(accuracy):
 
 
 def test_bouncing_ball_impacts_and_penetration():
-    """CENIC Fig. 8 (physics-notes §5.6-7): m = 0.1 kg, k = 1e3 N/m, d = 0, h = 1 m: 11 impacts in 10 s,
+    """CENIC Fig. 8 (docs/physics.md §5.6-7): m = 0.1 kg, k = 1e3 N/m, d = 0, h = 1 m: 11 impacts in 10 s,
     max penetration 4.53 cm (the implicit normal law loses energy at O(δt): at ε = 1e-5 the ball has lost
     60 % of its energy after 10 s and bounces 13 times; at 1e-6 22 %)."""
     impacts, pen, _ = _bounce(1e-6)
@@ -289,7 +289,7 @@ def test_other_shapes_rest_with_weight_balanced(shape_kind):
 
 
 def test_coupler_makes_panda_fingers_move_together():
-    """Holonomic coupler (physics-notes §2.8) from the Panda URDF's mimic tag: finger 2 = finger 1. Started 2 cm
+    """Holonomic coupler (docs/physics.md §2.8) from the Panda URDF's mimic tag: finger 2 = finger 1. Started 2 cm
     apart, the near-rigid constraint closes the gap within a few steps; a 5 N push on finger 1 alone drives both
     to the upper limit (0.04 m) and the constraint holds to within the near-rigid static violation."""
     b = SceneBuilder()

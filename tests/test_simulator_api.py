@@ -175,10 +175,10 @@ def test_contact_normal_convention_and_force_balance():
 def test_joint_limit_is_a_rigid_inelastic_stop_in_the_limit(tmp_path):
     """A 2 kg carriage on a vertical prismatic joint falls 0.2 m onto its lower limit (q = 0) at √(2gh) = 1.98 m/s.
     A rigid stop absorbs the impact completely and holds the carriage at the limit. The near-rigid limit
-    (CENIC §IV-D; physics-notes §2.7, E1) is a critically damped spring of period β δt, k = 4π²m/(β²δt²), so:
+    (CENIC §IV-D; docs/physics.md §2.7, E1) is a critically damped spring of period β δt, k = 4π²m/(β²δt²), so:
 
     * no rebound: after reaching the limit the carriage stays at rest (measured |v| ≤ 2e-5 m/s);
-    * at rest the weight compresses that spring by m g/k = g β² δt²/(4π²) (physics-notes §5.6-13): 2.48e-7 m at
+    * at rest the weight compresses that spring by m g/k = g β² δt²/(4π²) (docs/physics.md §5.6-13): 2.48e-7 m at
       δt = 10 ms, 4x less at 5 ms — second order in δt, a rigid stop as δt → 0 (measured: equal to 1e-7);
     * with error control, step doubling sees the difference of the full- and half-step compressions,
       e = (1 − 1/4) m g/k(δt), so an accepted state (the half step) is compressed by at most ε/3, and the violation

@@ -185,7 +185,7 @@ def gym_gains(ctrl):
 
 
 def gym_gains_drake_style(ctrl):
-    """The same PD, linearized the way Drake's CENIC does it (physics-notes §4.6, E16): once per attempted step at
+    """The same PD, linearized the way Drake's CENIC does it (docs/physics.md §4.6, E16): once per attempted step at
     x^n with the full δt, and that (c, b) reused for both half steps (cenic-gym re-linearizes per solve: δt/2, and
     at x^{n+1/2} for the second half step). Used only to explain the arm's agreement numbers."""
     iq, iv = np.asarray(ctrl["iq"]), np.asarray(ctrl["iv"], dtype=np.int64)

@@ -60,7 +60,7 @@ TROT_STEPS = 50  # env steps (1 s) of the CenicQuadruped-v0 trot
 
 def set_lagged(sim, lagged):
     if lagged:
-        sim.integrator._friction_tol[:] = 0.0
+        sim.integrator.set_impact_friction(False)
 
 
 def sim_run(factory, eps, t_end, lagged):

@@ -47,6 +47,18 @@ K_PERIOD_FLOOR = 0.5  # the period-start predictor shortens a period's first ste
 # to Python (Ctrl-C) between calls of at most this many attempts (~6 ms for a ball, ~0.8 s for the 20-body clutter)
 COMPILED_ATTEMPTS = 500
 
+# Named slots of the integrator's flat records. They stay flat arrays and tuples, which the compiled kernels take
+# as they are; these names are what the code reads them by.
+# the state-term buffers of a prepared state (StateCache.out, StateArgs.out; written by state_terms)
+OUT_M, OUT_DSCALE, OUT_MU, OUT_FN0, OUT_W, OUT_LIMIT_C, OUT_LIMIT_M, OUT_COUPLER_C, OUT_COUPLER_M = range(9)
+# the solver totals (SolveWorkspace.totals, int64), accumulated over every solve
+TOT_SOLVES, TOT_NEWTON, TOT_LINE_SEARCH, TOT_FACTORIZATIONS, TOT_FAILURES, TOT_FRICTION_SOLVES = range(6)
+# the compiled loop's (advance_free_bodies) clock [s], counters (int64) and step window; the Python loop's window
+# holds the first three of the latter
+CLOCK_T, CLOCK_DT, CLOCK_PERIOD_DT = range(3)
+COUNT_ACCEPTED, COUNT_REJECTED, COUNT_QUERIES, COUNT_LAST_CONTACTS = range(4)
+WIN_MIN_DT, WIN_MAX_DT, WIN_MIN_PHI, WIN_SIM_TIME, WIN_LAST_DT, WIN_ERROR, WIN_TOL = range(7)
+
 
 @njit(cache=True)
 def period_start_step(dt, period_dt):
@@ -110,9 +122,10 @@ def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, state):
     args = state.query
     n, n_fallback = _query_kernel(q, v, Jw, lookahead, args)
     contacts = query_contacts(args, n)
+    _, _, _, _, phi, _, _, _, _, _ = contacts  # (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, nc)
     phi_min = math.inf
     for i in range(n):
-        phi_min = min(phi_min, contacts[4][i])
+        phi_min = min(phi_min, phi[i])
     if n_fallback == 0:
         state_terms(M_upper, v, q, contacts, vs, state.static, state.out)
     return n, n_fallback, phi_min
@@ -163,42 +176,6 @@ def pool_args(pool):
     return tuple(pool)
 
 
-@njit(cache=True)
-def icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains, couplers, tol, reuse, L, blocks, stats,
-             totals, integrate, plan, v, q_out, friction_tol, fn_used):
-    """One ICF step of size dt (CENIC eq. 21) from x^n = (q, v0): A = M + δt D, r = M v0 − δt (k − τ) (``bias``),
-    solve ℓ from the warm start in ``v`` (overwritten by v^{n+1}), then (if ``integrate``) q_out = q ⊕ δt v^{n+1}
-    with ``plan`` = (kind, q index, v index, nq) per joint (:func:`integrate_q`).
-
-    ``totals`` accumulates [solves, Newton iterations, line-search iterations, factorizations, failures, friction
-    re-solves]. friction_tol, fn_used: friction bounds from the step's own normal impulses to (rtol, atol) (0: Lagged),
-    their normal forces written into fn_used (:func:`cenic_gym.solver.solve_coulomb`). L (n_v, n_v): workspace of the
-    Hessian factor, blocks: its block partition (:func:`cenic_gym.solver.factor_blocks`).
-    Returns True when the solve converged.
-
-    The pools may come as plain tuples in their fields' order (see :func:`pool_args`) and are named here."""
-    contacts, limits = ContactPool(*contacts), LimitPool(*limits)
-    gains, couplers = GainPool(*gains), CouplerPool(*couplers)
-    nv = v0.shape[0]
-    A = M.copy()
-    for a in range(nv):
-        A[a, a] += dt * damping[a]
-    r = slv.block_matvec(M, v0, blocks)
-    for a in range(nv):
-        r[a] -= dt * bias[a]
-    extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, blocks, stats,
-                              friction_tol, fn_used)
-    ok = stats[slv.CONVERGED] == 1
-    totals[0] += 1 + extra
-    totals[5] += extra
-    totals[1] += stats[slv.NEWTON_ITERS]
-    totals[2] += stats[slv.LS_ITERS]
-    totals[3] += stats[slv.FACTORIZATIONS]
-    if not ok:
-        totals[4] += 1
-    elif integrate:
-        integrate_q(q, v, dt, plan[0], plan[1], plan[2], plan[3], q_out)
-    return ok
 
 
 # -- what the kernels keep between calls --------------------------------------------------------------------------
@@ -270,20 +247,54 @@ def state_contacts(state, n):
     """The contact pool of a prepared state: its first n contacts with their lagged terms μ, f_n0, w."""
     Jc, cols, ncols, normal, phi, k, d, _, _, _ = query_contacts(state.query, n)
     out = state.out
-    return ContactPool(Jc, cols, ncols, normal, phi, k, d, out[2][:n], out[3][:n], out[4][:n], n)
+    return ContactPool(Jc, cols, ncols, normal, phi, k, d, out[OUT_MU][:n], out[OUT_FN0][:n], out[OUT_W][:n], n)
+
+
+@njit(cache=True)
+def icf_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out, fn_used):
+    """One ICF step of size dt (CENIC eq. 21) from x^n = (q, v0). The problem's data come as what they are: ``state``
+    (:class:`StateArgs`: M, D = diag(M)^(-1/2) and the constraint pools of x^n, its first n contacts), ``work``
+    (:class:`SolveWorkspace`: damping, the Hessian factor's workspace and blocks, the counters, the integration plan,
+    the friction tolerances), ``bias`` = k − τ at x^n and ``gains`` (the step's gain pool, as a plain tuple:
+    :func:`pool_args`). A = M + δt D, r = M v0 − δt bias; ℓ is solved from the warm start in ``v`` (overwritten by
+    v^{n+1}), then (if ``integrate``) q_out = q ⊕ δt v^{n+1} (:func:`integrate_q`).
+
+    The workspace's totals accumulate the solve's counters (``TOT_*``). Friction bounds come from the step's own
+    normal impulses to the workspace's (rtol, atol) (0: Lagged), their normal forces written into ``fn_used``
+    (:func:`cenic_gym.solver.solve_coulomb`). Returns True when the solve converged."""
+    out = state.out
+    M, dscale = out[OUT_M], out[OUT_DSCALE]
+    damping, blocks, stats, totals = work.damping, work.blocks, work.stats, work.totals
+    nv = v0.shape[0]
+    A = M.copy()
+    for a in range(nv):
+        A[a, a] += dt * damping[a]
+    r = slv.block_matvec(M, v0, blocks)
+    for a in range(nv):
+        r[a] -= dt * bias[a]
+    extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, state_contacts(state, n), state.limits, GainPool(*gains),
+                              state.couplers, tol, reuse, work.L, blocks, stats, work.friction_tol, fn_used)
+    ok = stats[slv.CONVERGED] == 1
+    totals[TOT_SOLVES] += 1 + extra
+    totals[TOT_FRICTION_SOLVES] += extra
+    totals[TOT_NEWTON] += stats[slv.NEWTON_ITERS]
+    totals[TOT_LINE_SEARCH] += stats[slv.LS_ITERS]
+    totals[TOT_FACTORIZATIONS] += stats[slv.FACTORIZATIONS]
+    if not ok:
+        totals[TOT_FAILURES] += 1
+    elif integrate:
+        plan = work.plan
+        integrate_q(q, v, dt, plan[0], plan[1], plan[2], plan[3], q_out)
+    return ok
 
 
 @njit(cache=True)
 def icf_step_at(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out):
-    """:func:`icf_step` from a prepared state (``state``: :class:`StateArgs` with n contacts, ``work``:
-    :class:`SolveWorkspace`); the friction bounds it used overwrite the state's f_n0, which no later solve from
-    this state reads (the integrator calls this for the second half step and for fixed steps). Returns True when
-    the solve converged."""
-    out = state.out
-    # the gain pool named as icf_full_and_half names it: icf_step then has one signature (compiled once, not twice)
-    return icf_step(q, v0, out[0], bias, work.damping, dt, vs, out[1], state_contacts(state, n), state.limits,
-                    GainPool(*gains), state.couplers, tol, reuse, work.L, work.blocks, work.stats, work.totals,
-                    integrate, work.plan, v, q_out, work.friction_tol, out[3][:n])
+    """:func:`icf_step` from a prepared state, the friction bounds it used overwriting the state's f_n0, which no
+    later solve from this state reads (the integrator calls this for the second half step and for fixed steps).
+    Returns True when the solve converged."""
+    return icf_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out,
+                    state.out[OUT_FN0][:n])
 
 
 @njit(cache=True)
@@ -292,20 +303,15 @@ def icf_full_and_half(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate
     """The two solves of a step-doubling attempt that start from x^n (CENIC §V-A): the full step (warm start v^n)
     and the first half step (warm start ½(v^n + v̂^{n+1})), from a prepared state as :func:`icf_step_at`; the
     workspace's fn_work[0], fn_work[1] receive their friction bounds. Returns (full converged, half converged)."""
-    out = state.out
-    M, dscale, contacts = out[0], out[1], state_contacts(state, n)
-    limits, couplers = state.limits, state.couplers
-    gains_full, gains_half = GainPool(*gains_full), GainPool(*gains_half)
-    damping, L, blocks, stats, totals = work.damping, work.L, work.blocks, work.stats, work.totals
-    plan, friction_tol, fn_work = work.plan, work.friction_tol, work.fn_work
+    fn_work = work.fn_work
     v_full[:] = v0
-    if not icf_step(q, v0, M, bias, damping, dt, vs, dscale, contacts, limits, gains_full, couplers, tol, reuse, L,
-                    blocks, stats, totals, integrate, plan, v_full, q_full, friction_tol, fn_work[0]):
+    if not icf_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, v_full, q_full,
+                    fn_work[0]):
         return False, False
     for a in range(v0.shape[0]):
         v_half[a] = 0.5 * (v0[a] + v_full[a])
-    ok = icf_step(q, v0, M, bias, damping, 0.5 * dt, vs, dscale, contacts, limits, gains_half, couplers, tol, reuse,
-                  L, blocks, stats, totals, integrate, plan, v_half, q_half, friction_tol, fn_work[1])
+    ok = icf_step(state, n, work, q, v0, bias, 0.5 * dt, vs, tol, reuse, integrate, gains_half, v_half, q_half,
+                  fn_work[1])
     return True, ok
 
 
@@ -477,13 +483,14 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
     order, as Pinocchio's). vs, tol, reuse: as :func:`icf_step`; integrate: True (free bodies integrate in numba), an
     argument so that the kernels called here get the argument types of the Python loop's calls and share their
     compiled code (a literal True, or a C-ordered Jw, would compile them a second time).
-    counts (int64) += [accepted, rejected, geometry queries]; counts[3] = contacts of the last accepted half step;
+    counts (int64) += [accepted, rejected, geometry queries]; [COUNT_LAST_CONTACTS] = contacts of the last accepted
+    half step;
     window = [min δt, max δt, min φ over the states steps start from, simulated time (added to), last accepted δt,
     error and tolerance of the last attempt] (min and max taken with what it holds).
     Returns 0 when t_end is reached, 1 when the accuracy is not met at min_step, 2 when a solve failed at
     min_step (the caller raises as :meth:`CenicIntegrator.step`), 3 when ``max_attempts`` attempts were made: it
     stops at the end of a step, and a call with ``first`` False continues exactly."""
-    t, dt, period_dt = clock[0], clock[1], clock[2]
+    t, dt, period_dt = clock[CLOCK_T], clock[CLOCK_DT], clock[CLOCK_PERIOD_DT]
     accuracy, min_step, max_step, per_unit = control
     q_full, v_full, q_half, v_half = np.empty_like(q), np.empty_like(v), np.empty_like(q), np.empty_like(v)
     q1, v1 = np.empty_like(q), np.empty_like(v)
@@ -506,8 +513,8 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
             if n0 < 0:
                 free_body_dynamics(q, v, params, Jw0, M0, bias0)
                 n0, _, phi = prepare_kernel(q, v, Jw0, M0, h, vs, start)
-                counts[2] += 1
-                window[2] = min(window[2], phi)
+                counts[COUNT_QUERIES] += 1
+                window[WIN_MIN_PHI] = min(window[WIN_MIN_PHI], phi)
             ok_full, ok = icf_full_and_half(start, n0, work, q, v, bias0, h, vs, tol, reuse, integrate, no_gains,
                                             no_gains, v_full, q_full, v_half, q_half)
             ok = ok and ok_full
@@ -515,7 +522,7 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
             if ok:
                 free_body_dynamics(q_half, v_half, params, Jw1, M1, bias1)
                 n1, _, _ = prepare_kernel(q_half, v_half, Jw1, M1, 0.5 * h, vs, mid)
-                counts[2] += 1
+                counts[COUNT_QUERIES] += 1
                 v1[:] = v_full
                 ok = icf_step_at(mid, n1, work, q_half, v_half, bias1, 0.5 * h, vs, tol, reuse, integrate, no_gains,
                                  v1, q1)
@@ -527,24 +534,24 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
                 q[:] = q1
                 v[:] = v1
                 t += h
-                counts[0] += 1
-                counts[3] = n1
-                window[0] = min(window[0], h)
-                window[1] = max(window[1], h)
-                window[3] += h
-                window[4] = h
+                counts[COUNT_ACCEPTED] += 1
+                counts[COUNT_LAST_CONTACTS] = n1
+                window[WIN_MIN_DT] = min(window[WIN_MIN_DT], h)
+                window[WIN_MAX_DT] = max(window[WIN_MAX_DT], h)
+                window[WIN_SIM_TIME] += h
+                window[WIN_LAST_DT] = h
                 dt = dt_next
                 if period_start:
                     period_dt = dt
                 break
-            counts[1] += 1
+            counts[COUNT_REJECTED] += 1
             if at_min_step:
-                window[5] = err
-                window[6] = step_tol
+                window[WIN_ERROR] = err
+                window[WIN_TOL] = step_tol
                 status = 1 if ok else 2
                 break
             dt = dt_next
-    clock[0], clock[1], clock[2] = t, dt, period_dt
+    clock[CLOCK_T], clock[CLOCK_DT], clock[CLOCK_PERIOD_DT] = t, dt, period_dt
     return status
 
 
@@ -562,11 +569,14 @@ class CenicIntegrator:
            τ_i = clamp(b − c v_i, ±e) integrated implicitly (CENIC eq. 19–20).
     external: list of :class:`~cenic_gym.external.ExternalSystem` (controllers, force elements), linearized for
            every convex solve and integrated implicitly (CENIC §V-C); their states z are not in the error norm.
+    impact_friction: True (default): friction bounds from each step's own normal impulses where they disagree with
+           the lagged ones (Coulomb's law at impacts, :func:`cenic_gym.solver.solve_coulomb`); False: the plain
+           Lagged model (always so with fixed steps).
     """
 
     def __init__(self, system, accuracy=1e-3, max_step=0.1, fixed_step=None, min_step=1e-9,
                  contact_margin=DEFAULT_MARGIN, hessian_reuse=False, newton_kappa=NEWTON_KAPPA,
-                 generalized_force=None, gains=None, error_per_unit_step=False, external=None):
+                 generalized_force=None, gains=None, error_per_unit_step=False, external=None, impact_friction=True):
         self.system = system
         self.model = pin.Model(system.model)  # own copy: domain randomization of inertias changes this one only
         self.data = self.model.createData()
@@ -599,7 +609,8 @@ class CenicIntegrator:
         # of the full and first half step go to _fn_work; the second half step writes its own into the mid cache's
         # pool (its lagged f_n0 is not needed after that solve), where contact_results finds them.
         self._fn_work = np.zeros((2, self.start.query.capacity))
-        self._friction_tol = slv.coulomb_tolerance(0.0 if self.fixed_step is not None else self.accuracy)
+        self._friction_tol = np.zeros(2)  # (rtol, atol) of solve_coulomb; zeros: the Lagged model
+        self.set_impact_friction(impact_friction)
         self._solve_stats = np.zeros(4, dtype=np.int64)
         # solves, Newton, line search, factorizations, failures, friction re-solves
         self._totals = np.zeros(6, dtype=np.int64)
@@ -643,9 +654,10 @@ class CenicIntegrator:
                np.zeros(nl), np.zeros(ncp), np.zeros(ncp))
         cache = StateCache(query)
         cache.out = out
-        cache.M, cache.dscale = out[0], out[1]
-        cache.limit_pool = LimitPool(s.limit_v, out[5], s.limit_lower, s.limit_upper, out[6])
-        cache.coupler_pool = CouplerPool(s.coupler_v0, s.coupler_v1, s.coupler_ratio, out[7], out[8])
+        cache.M, cache.dscale = out[OUT_M], out[OUT_DSCALE]
+        cache.limit_pool = LimitPool(s.limit_v, out[OUT_LIMIT_C], s.limit_lower, s.limit_upper, out[OUT_LIMIT_M])
+        cache.coupler_pool = CouplerPool(s.coupler_v0, s.coupler_v1, s.coupler_ratio, out[OUT_COUPLER_C],
+                                         out[OUT_COUPLER_M])
         return cache
 
     def _workspace(self):
@@ -691,6 +703,31 @@ class CenicIntegrator:
         return st
 
     # ----------------------------------------------------------------------------------------------------------
+    def set_impact_friction(self, on):
+        """Coulomb's law at impacts (friction bounds from each step's own normal impulses) on, or off for the
+        plain Lagged model, from the next step on; always off with fixed steps."""
+        lagged = self.fixed_step is not None or not on
+        self._friction_tol[:] = slv.coulomb_tolerance(0.0 if lagged else self.accuracy)  # in place: the workspace's
+
+    @property
+    def impact_friction(self):
+        """Whether Coulomb's law at impacts is on (:meth:`set_impact_friction`)."""
+        return bool(self._friction_tol.any())
+
+    def set_material(self, geoms, stiffness, dissipation, mu_static, mu_dynamic):
+        """Contact parameters of geometries (an index array or a slice) from the next step on, in the queries of
+        both states (x^n and x^{n+½})."""
+        for query in (self.start.query, self.mid.query):
+            query.set_material(geoms, stiffness, dissipation, mu_static, mu_dynamic)
+        self.start.valid = False
+
+    def set_shape(self, geom, shape):
+        """A new shape (of the same kind) for geometry index ``geom`` from the next step on, in both states'
+        queries."""
+        for query in (self.start.query, self.mid.query):
+            query.set_shape(geom, shape)
+        self.start.valid = False
+
     def invalidate(self):
         self.start.valid = False
         self.last_solution = None
@@ -830,7 +867,7 @@ class CenicIntegrator:
                 self._prepare(self.start, self.q, self.v, self.z, self.t, dt)
                 phi = self.start.phi_min
                 self._stats.min_signed_distance = min(self._stats.min_signed_distance, phi)
-                self._window[2] = min(self._window[2], phi)
+                self._window[WIN_MIN_PHI] = min(self._window[WIN_MIN_PHI], phi)
             if self.fixed_step is not None:
                 q1, v1, z1, ok = self._icf(self.start, dt, self.v)
                 if not ok:
@@ -889,7 +926,7 @@ class CenicIntegrator:
             st.max_dt = dt
         st.sim_time += dt
         w = self._window
-        w[0], w[1] = min(w[0], dt), max(w[1], dt)
+        w[WIN_MIN_DT], w[WIN_MAX_DT] = min(w[WIN_MIN_DT], dt), max(w[WIN_MAX_DT], dt)
 
     def advance_to(self, t_end, on_step=None, inputs_changed=False):
         """Integrate to t_end [s]; ``on_step()`` is called after every accepted step. Returns the
@@ -921,8 +958,8 @@ class CenicIntegrator:
         nan = math.nan
         w = self._window
         return AdvanceStats(accepted, st.rejected - start[1], st.solves - start[2], st.newton_iters - start[3],
-                            w[0] if accepted else nan, sim_time / accepted if accepted else nan,
-                            w[1] if accepted else nan, w[2], sim_time, wall)
+                            w[WIN_MIN_DT] if accepted else nan, sim_time / accepted if accepted else nan,
+                            w[WIN_MAX_DT] if accepted else nan, w[WIN_MIN_PHI], sim_time, wall)
 
     def _advance_compiled(self, t_end, first):
         """:meth:`advance_to` (without callbacks or recording) of a free-body system in calls of
@@ -955,7 +992,7 @@ class CenicIntegrator:
             st.wall_compiled += time.perf_counter() - t0
             self._sync_compiled(q, v, clock, counts, window)
         if status:
-            raise self._min_step_error(status == 1, window[5], window[6])
+            raise self._min_step_error(status == 1, window[WIN_ERROR], window[WIN_TOL])
 
     def _sync_compiled(self, q, v, clock, counts, window):
         """Bring the integrator up to date after calls of :func:`advance_free_bodies` (its outputs): state, clock,
@@ -971,10 +1008,10 @@ class CenicIntegrator:
         st.geometry_queries += queries
         st.min_signed_distance = min(st.min_signed_distance, phi)
         w = self._window
-        w[2] = min(w[2], phi)
+        w[WIN_MIN_PHI] = min(w[WIN_MIN_PHI], phi)
         if accepted:
             st.min_dt, st.max_dt = min(st.min_dt, min_dt), max(st.max_dt, max_dt)
-            w[0], w[1] = min(w[0], min_dt), max(w[1], max_dt)
+            w[WIN_MIN_DT], w[WIN_MAX_DT] = min(w[WIN_MIN_DT], min_dt), max(w[WIN_MAX_DT], max_dt)
             self._bind_contacts(self.mid, n_last)
             self._last_gains = self._no_gain
             self.last_solution = (self.mid, self.v, 0.5 * last_dt, self._no_gain)

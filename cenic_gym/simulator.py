@@ -142,9 +142,8 @@ class Simulator:
         self.system = system
         self.integrator = CenicIntegrator(system, accuracy, max_step, fixed_step, min_step, margin,
                                           hessian_reuse, generalized_force=generalized_force, gains=gains,
-                                          error_per_unit_step=error_per_unit_step, external=external)
-        if not impact_friction:
-            self.integrator._friction_tol[:] = 0.0  # rtol ≤ 0: solve_coulomb is the plain Lagged solve
+                                          error_per_unit_step=error_per_unit_step, external=external,
+                                          impact_friction=impact_friction)
         if record:
             self.integrator.history = []
         self._kin = None  # (q, v, data) of the last kinematics for body_pose / body_velocity
@@ -241,12 +240,12 @@ class Simulator:
             it.frozen_results = (state.contacts, tuple(e.copy() for e in state.efforts))
 
     def _set_params(self, params):
-        for query in (self.integrator.start.query, self.integrator.mid.query):
-            query.set_material(slice(None), params["stiffness"], params["dissipation"], params["mu_static"],
-                               params["mu_dynamic"])
-            for i, shape in enumerate(params["shapes"]):
-                if not _same_shape(shape, query.shapes[i]):
-                    query.set_shape(i, shape)
+        it = self.integrator
+        it.set_material(slice(None), params["stiffness"], params["dissipation"], params["mu_static"],
+                        params["mu_dynamic"])
+        for i, shape in enumerate(params["shapes"]):
+            if not _same_shape(shape, it.start.query.shapes[i]):
+                it.set_shape(i, shape)
         for j, (m, c, I) in enumerate(zip(params["mass"], params["com"], params["inertia"])):
             # bit-exact (a round trip through dynamic parameters is not)
             self.integrator.set_inertia(j, pin.Inertia(m, c, I))
@@ -407,9 +406,7 @@ class Simulator:
         if np.any(new["mu_dynamic"] > new["mu_static"]):
             raise ValueError(f"mu_dynamic must not exceed mu_static, got mu_static={new['mu_static']!r}, "
                              f"mu_dynamic={new['mu_dynamic']!r}")
-        for query in (self.integrator.start.query, self.integrator.mid.query):
-            query.set_material(idx, new["stiffness"], new["dissipation"], new["mu_static"], new["mu_dynamic"])
-        self.integrator.start.valid = False
+        self.integrator.set_material(idx, new["stiffness"], new["dissipation"], new["mu_static"], new["mu_dynamic"])
 
     def set_geometry_shape(self, geom, shape):
         """Resize a geometry (name or index) from the next step on, in this simulator only: ``shape`` is a new shape
@@ -421,9 +418,7 @@ class Simulator:
         if type(shape) is not type(current):
             raise TypeError(f"geometry {self.system.geometries[i].name!r} is a {type(current).__name__}; "
                             f"its new shape must be one too, got {shape!r}")
-        for query in (self.integrator.start.query, self.integrator.mid.query):
-            query.set_shape(i, shape)
-        self.integrator.start.valid = False
+        self.integrator.set_shape(i, shape)
 
     def geometry_shape(self, geom):
         """The current shape of a geometry (name or index) in this simulator."""

@@ -238,7 +238,7 @@ def trot(lagged, env_steps=50, seed=0):
     obs, _ = env.reset(seed=seed)
     sim = env.unwrapped.sim
     if lagged:
-        sim.integrator._friction_tol[:] = 0.0
+        sim.integrator.set_impact_friction(False)
     rec = ImpulseRecorder(sim)
     gait = TrotGait(env)
     gait.reset()
@@ -286,7 +286,7 @@ def test_on_ground_launch_is_unchanged(stiffness, dissipation):
         sim = Simulator(scenes.rolling_sphere(U0=U0, mu=MU, stiffness=stiffness, dissipation=dissipation),
                         accuracy=1e-4)
         if lagged:
-            sim.integrator._friction_tol[:] = 0.0
+            sim.integrator.set_impact_friction(False)
         rec = ImpulseRecorder(sim, body="ball")
         sim.advance_to(0.2)
         out.append((sim.stats.solves, sim.q.copy(), roll_time(rec.samples, 0.0)))
@@ -297,5 +297,5 @@ def test_on_ground_launch_is_unchanged(stiffness, dissipation):
 
 def test_fixed_steps_keep_the_lagged_model():
     sim = Simulator(scenes.falling_sphere(), fixed_step=1e-3)
-    assert not sim.integrator._friction_tol.any()
+    assert not sim.integrator.impact_friction
     sim.advance_to(0.12)  # runs (the lagged discrete ICF of the paper)

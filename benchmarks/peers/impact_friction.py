@@ -59,7 +59,7 @@ def gym_run(eps, lagged):
     sim = Simulator(scenes.falling_sphere(), accuracy=eps)
     integ = sim.integrator
     if lagged:
-        integ._friction_tol[:] = 0.0
+        integ.set_impact_friction(False)
     samples = []
     integ._compiled_loop = False  # sampled after every step of the Python loop (free bodies run compiled by default)
     step = integ.step

@@ -4,7 +4,8 @@
                                        [--steps 400] [--rounds 3] [--clock wall|cpu]
 
 A tree is a directory holding a ``cenic_gym`` package (e.g. ``git archive <rev> | tar -x -C /tmp/before`` and the
-worktree itself). The machine this project runs on is shared, so absolute numbers drift by tens of percent within
+worktree itself); its top-level ``envs/`` and ``assets/`` (installed as ``cenic_gym.envs`` / ``.assets``) are
+linked into its ``cenic_gym/`` when missing there, so that each tree runs its own tasks. The machine this project runs on is shared, so absolute numbers drift by tens of percent within
 minutes; what this script reports is the ratio after/before of runs interleaved in time: every round runs each
 case once per tree, in alternating order (ABAB…, BABA… on the next round), each in a fresh interpreter with
 ``PYTHONPATH`` = the tree (``NUMBA_NUM_THREADS=1``, ``OMP_NUM_THREADS=1``). Per run: ``gym.make(id, accuracy=ε)``,
@@ -84,6 +85,11 @@ def run_tree(tree, case, steps):
     # the tree's own benchmark helpers (env_throughput, step_size_analysis: they name the tree's scripted policies)
     # come first, this file's folder after them (a tree without them)
     root = Path(tree).resolve()
+    for sub in ("envs", "assets"):  # installed as cenic_gym.envs / .assets: link them into the tree's package, or
+        # an editable install of another checkout would supply them (its finder answers what PYTHONPATH lacks)
+        link = root / "cenic_gym" / sub
+        if (root / sub).is_dir() and not link.exists():
+            link.symlink_to(root / sub, target_is_directory=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(root), str(root / "benchmarks"), str(HERE))),
                NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", case, "--steps", str(steps)],

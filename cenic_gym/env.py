@@ -105,6 +105,62 @@ def merge_config(defaults, overrides, env_name):
 
 
 @dataclass(frozen=True)
+class Segment:
+    """One named part of a flat observation: ``size`` numbers, Gaussian noise of standard deviation ``noise`` at
+    ``obs_noise=1`` (one number for all of them, or one per element), ``text`` its description (unit included)."""
+
+    name: str
+    size: int
+    noise: float | tuple = 0.0
+    text: str = ""
+
+
+class ObsLayout:
+    """A flat observation declared once, as named :class:`Segment` s in order: its space, its noise scales, the
+    index slices that scripted policies read it by (``layout["cube_position"]``) and its docstring table are all
+    derived from the declaration, and :meth:`pack` assembles an observation in the declared order."""
+
+    def __init__(self, *segments):
+        self.segments = segments
+        self.slices, start = {}, 0
+        for seg in segments:
+            if seg.name in self.slices:
+                raise ValueError(f"observation segment {seg.name!r} declared twice")
+            self.slices[seg.name] = slice(start, start + seg.size)
+            start += seg.size
+        self.size = start
+        self.noise_scale = np.concatenate([np.broadcast_to(np.asarray(s.noise, dtype=float), (s.size,))
+                                           for s in segments])
+
+    def __getitem__(self, name):
+        return self.slices[name]
+
+    def space(self):
+        return gym.spaces.Box(-np.inf, np.inf, (self.size,), np.float32)
+
+    def pack(self, *values):
+        """The observation (float64) from one value per segment, in the declared order."""
+        obs = np.concatenate(values)
+        if obs.shape != (self.size,):
+            raise ValueError(f"observation of {obs.shape[0]} numbers, the layout declares {self.size}: "
+                             + ", ".join(f"{s.name} {s.size}" for s in self.segments))
+        return obs
+
+    def table(self, indent="    "):
+        """The docstring's observation table (Markdown), one row per segment."""
+        def noise(n):
+            n = np.asarray(n, dtype=float)
+            return f"{n.item():g}" if n.ndim == 0 else "/".join(f"{x:g}" for x in n)
+
+        rows = ["| index | observation | noise std at obs_noise=1 |", "|---|---|---|"]
+        for seg in self.segments:
+            sl = self.slices[seg.name]
+            index = str(sl.start) if seg.size == 1 else f"{sl.start}–{sl.stop - 1}"
+            rows.append(f"| {index} | {seg.text} | {noise(seg.noise)} |")
+        return "\n".join(indent + r for r in rows)
+
+
+@dataclass(frozen=True)
 class EnvState:
     """Everything that continues an episode exactly: the simulator's :class:`~cenic_gym.simulator.SimState`, the
     env's random generator state, step counter, previous action, pending delayed actions and the task's state."""

@@ -18,7 +18,7 @@ import pinocchio as pin
 from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder
-from cenic_gym.env import CenicEnv
+from cenic_gym.env import CenicEnv, ObsLayout, Segment
 from cenic_gym.model import quat_xyzw_to_matrix
 
 from . import allegro_constants as ac
@@ -137,6 +137,18 @@ def uniform_quaternion(rng):
     return -q if q[3] < 0 else q
 
 
+# The policy's observation (world frame, z = palm normal, x along the fingers), declared once: space, noise scales,
+# docstring table and the index slices the scripted rotator reads.
+OBS = ObsLayout(
+    Segment("joint_positions", 16, 0.01, "joint positions [rad]"),
+    Segment("target_minus_joints", 16, 0.01, "joint targets − joint positions [rad]"),
+    Segment("cube_position", 3, 0.002, "cube centre − palm centre (0, −0.0475 m along x, on the palm face) [m]"),
+    Segment("rotation_to_goal", 4, 0.01, "rotation from cube to goal, quaternion q_goal ⊗ q_cube⁻¹ (x, y, z, w), "
+                                          "w ≥ 0"),
+    Segment("applied", 16, 0.0, "last applied action (= the previous action, unless ``action_delay`` > 0)"),
+)
+
+
 class AllegroCubeEnv(CenicEnv):
     """## Description
 
@@ -160,15 +172,10 @@ class AllegroCubeEnv(CenicEnv):
 
     ## Observation space
 
-    ``Box(-inf, inf, (55,), float32)``, world frame (z = palm normal, x along the fingers):
+    ``Box(-inf, inf, (55,), float32)``, world frame (z = palm normal, x along the fingers; ``allegro_cube.OBS``
+    declares it):
 
-    | index | observation                                                   | unit | noise std at obs_noise=1 |
-    |-------|---------------------------------------------------------------|------|--------------------------|
-    | 0–15  | joint positions                                               | rad  | 0.01                     |
-    | 16–31 | joint targets − joint positions                               | rad  | 0.01                     |
-    | 32–34 | cube centre − palm centre (0, −0.0475 m along x, on the palm face) | m | 0.002                  |
-    | 35–38 | rotation from cube to goal, quaternion q_goal ⊗ q_cube⁻¹ (x, y, z, w), w ≥ 0 | – | 0.01       |
-    | 39–54 | last applied action (= the previous action, unless ``action_delay`` > 0) | – | 0             |
+OBSERVATION_TABLE
 
     With ``privileged_obs=True`` the observation is ``Dict(policy=Box((55,)), critic=Box((108,)))`` (asymmetric
     actor-critic; noise only on "policy"). critic: 0–54 the policy observation without noise; 55–70 joint
@@ -240,7 +247,7 @@ class AllegroCubeEnv(CenicEnv):
     """
 
     RESET_OPTIONS = ("goal",)
-    N_POLICY_OBS, N_CRITIC_OBS = 55, 108
+    N_POLICY_OBS, N_CRITIC_OBS = OBS.size, 108
 
     @staticmethod
     def default_config():
@@ -262,7 +269,7 @@ class AllegroCubeEnv(CenicEnv):
         if cfg["goal"] not in ("so3", "z"):
             raise ValueError(f"goal must be 'so3' or 'z', got {cfg['goal']!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (16,), np.float32)
-        policy = spaces.Box(-np.inf, np.inf, (self.N_POLICY_OBS,), np.float32)
+        policy = OBS.space()
         if cfg.get("privileged_obs") is True:
             self.observation_space = spaces.Dict(
                 policy=policy, critic=spaces.Box(-np.inf, np.inf, (self.N_CRITIC_OBS,), np.float32))
@@ -365,8 +372,8 @@ class AllegroCubeEnv(CenicEnv):
         q, v = self.sim.q, self.sim.v
         qh = q[self.hand_q]
         q_cube = q[self.cube_q]
-        obs = np.concatenate([qh, self.q_target - qh, q_cube[:3] - self.palm_centre,
-                              rotation_to_goal(q_cube[3:7], self.goal), self.applied])
+        obs = OBS.pack(qh, self.q_target - qh, q_cube[:3] - self.palm_centre, rotation_to_goal(q_cube[3:7], self.goal),
+                       self.applied)
         if not self.config["privileged_obs"]:
             return obs
         p = self.params
@@ -396,9 +403,7 @@ class AllegroCubeEnv(CenicEnv):
         return super()._noisy(obs)
 
     def _obs_noise_scale(self):
-        """Std at obs_noise=1: 0.01 rad on joint positions (and so on target − position), 2 mm on the cube
-        position, 0.01 on the rotation quaternion; none on the last action."""
-        return np.concatenate([np.full(32, 0.01), np.full(3, 0.002), np.full(4, 0.01), np.zeros(16)])
+        return OBS.noise_scale
 
     # -- reward, success, termination ----------------------------------------------------------------------------
     def _reward_terms(self, action, prev_action):
@@ -441,6 +446,14 @@ class AllegroCubeEnv(CenicEnv):
         self.pd.set_target(q_d=self.q_target)
 
 
+AllegroCubeEnv.__doc__ = AllegroCubeEnv.__doc__.replace("OBSERVATION_TABLE", OBS.table())
+
+
+def finger_joints(obs, finger):
+    """The 4 joint positions [rad] of finger ``finger`` (0 index, 1 middle, 2 ring, 3 thumb) in an observation."""
+    return np.asarray(obs[OBS["joint_positions"]][4 * finger:4 * finger + 4], dtype=float)
+
+
 # -- scripted feasibility controller ----------------------------------------------------------------------------
 def cube_yaw(q_cube):
     """Yaw [rad] in [−π/4, π/4] of a cube (quaternion x, y, z, w) about world z, modulo its quarter-turn symmetry:
@@ -467,7 +480,7 @@ class ScriptedRotator:
 
     The palm carries the cube's weight; the index, middle and ring fingers push its vertical edges like a relay.
     Each control period the policy reads the cube's position and orientation from the observation
-    (``obs[32:35]`` + the palm centre; orientation (q_goal ⊗ q_cube⁻¹)⁻¹ ⊗ q_goal) and places the four vertical
+    (``OBS["cube_position"]`` + the palm centre; orientation (q_goal ⊗ q_cube⁻¹)⁻¹ ⊗ q_goal) and places the four vertical
     edges at angles φ = yaw + 45° + k·90° about the cube centre. Each finger has a *zone* of edge angles it can
     reach at the cube's mid-height (``ZONES`` unless ``zones`` is given; read off the fingertips' workspace:
     index −40°…−110°, pushing the −y edge towards −x; middle 25°…−25°, the front edge towards −y; ring 85°…30°,
@@ -610,8 +623,9 @@ class ScriptedRotator:
         """Cube centre (3,) [m] (world) and orientation (x, y, z, w) from the flat observation and the env's goal."""
         e = self.env
         obs = np.asarray(obs, dtype=float)
-        d = obs[35:39] / np.linalg.norm(obs[35:39])
-        return obs[32:35] + e.palm_centre, quat_multiply(quat_conjugate(d), e.goal)
+        d = obs[OBS["rotation_to_goal"]]
+        d = d / np.linalg.norm(d)
+        return obs[OBS["cube_position"]] + e.palm_centre, quat_multiply(quat_conjugate(d), e.goal)
 
     def _edges_in_zone(self, yaw, finger, widen=0.0, extend=0.0):
         """The edge angles φ [rad] in ``finger``'s zone widened by ``widen`` [rad] at both ends and ``extend`` [rad]
@@ -673,7 +687,7 @@ class ScriptedRotator:
     def _retreat_point(self, finger, obs, centre):
         """Fingertip target (3,) [m]: ``retreat`` radially away from the cube centre ``centre`` (in the palm plane)
         from where ``finger``'s fingertip is now (joint angles in ``obs``), at its current height."""
-        tip = self._tip_position(finger, np.asarray(obs[4 * finger:4 * finger + 4], dtype=float))
+        tip = self._tip_position(finger, finger_joints(obs, finger))
         out = tip[:2] - centre[:2]
         out = out / max(float(np.linalg.norm(out)), 1e-9)
         return np.array([*(tip[:2] + self.retreat * out), tip[2]])
@@ -739,7 +753,7 @@ class ScriptedRotator:
             if lost or (self._pinch == "drag" and (centre[0] >= self.recentre_goal
                                                    or self._pinch_count > self.drag_steps)):
                 self._pinch, self._pinch_count = "release", 1
-                tips, n = [self._tip_position(f, np.asarray(obs[4 * f:4 * f + 4], float)) for f in self._pinch_with], \
+                tips, n = [self._tip_position(f, finger_joints(obs, f)) for f in self._pinch_with], \
                     self._pinch_points(centre, yaw, 0.0)[1]
                 self._pinch_out = [np.array([*(tip[:2] + side * self.retreat * n), tip[2]])
                                    for tip, side in zip(tips, (-1.0, 1.0))]

@@ -14,7 +14,7 @@ import pinocchio as pin
 from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder
-from cenic_gym.env import CenicEnv
+from cenic_gym.env import CenicEnv, ObsLayout, Segment
 from cenic_gym.external import PiecewiseLinear
 from cenic_gym.model import matrix_to_quat_xyzw
 from cenic_gym.scenes import min_jerk
@@ -92,6 +92,26 @@ def _overlap(a, b, clearance):
     return True
 
 
+# The observation (world frame, SI units), declared once: space, noise scales, docstring table and index slices.
+OBS = ObsLayout(
+    Segment("tool_position", 3, 0.002, "tool position [m]"),
+    Segment("tool_yaw", 2, 0.01, "tool yaw (cos, sin)"),
+    Segment("tool_velocity", 3, 0.02, "tool linear velocity [m/s]"),
+    Segment("tool_yaw_rate", 1, 0.02, "tool yaw rate [rad/s]"),
+    Segment("cup_compressions", 4, 5e-4, "cup compressions (bellows joints) [m]"),
+    Segment("mouth_distances", 4, 5e-4, "cup mouth → nearest box surface [m] (≤ 0.05)"),
+    Segment("suction_on", 1, 0.0, "suction on (1) / off (0)"),
+    Segment("box_position", 3, 0.002, "target box position [m]"),
+    Segment("box_quaternion", 4, 0.01, "target box quaternion (x, y, z, w), w ≥ 0"),
+    Segment("box_velocity", 6, 0.02, "target box linear [m/s], angular [rad/s] velocity"),
+    Segment("box_half_sizes", 3, 0.0, "target box half side lengths [m]"),
+    Segment("tote_position", 3, 0.0, "tote centre (floor top) [m]"),
+    Segment("box_minus_tool", 3, 0.002, "target box position − tool position [m]"),
+    Segment("tote_minus_box", 3, 0.002, "tote centre − target box position [m]"),
+    Segment("previous_action", 5, 0.0, "previous action"),
+)
+
+
 class SuctionPickEnv(CenicEnv):
     """## Description
 
@@ -123,18 +143,9 @@ class SuctionPickEnv(CenicEnv):
 
     ## Observation space
 
-    ``Box(-inf, inf, (48,), float32)`` (world frame, SI units):
+    ``Box(-inf, inf, (48,), float32)`` (world frame, SI units; ``suction_pick.OBS`` declares it):
 
-    | index | observation                                  | index | observation                                |
-    |-------|----------------------------------------------|-------|--------------------------------------------|
-    | 0–2   | tool position [m]                            | 18–20 | target box position [m]                    |
-    | 3–4   | tool yaw (cos, sin)                          | 21–24 | target box quaternion (x, y, z, w), w ≥ 0  |
-    | 5–7   | tool linear velocity [m/s]                   | 25–30 | target box linear, angular velocity        |
-    | 8     | tool yaw rate [rad/s]                        | 31–33 | target box half side lengths [m]           |
-    | 9–12  | cup compressions (bellows joints) [m]        | 34–36 | tote centre (floor top) [m]                |
-    | 13–16 | cup mouth → nearest box surface [m] (≤ 0.05) | 37–39 | target box position − tool position [m]    |
-    | 17    | suction on (1) / off (0)                     | 40–42 | tote centre − target box position [m]      |
-    |       |                                              | 43–47 | previous action                            |
+OBSERVATION_TABLE
 
     The two differences (37–42) repeat what 0–2, 18–20 and 34–36 hold, as Gymnasium-Robotics' Fetch tasks do
     (``object_rel_pos``): the millimetre offsets that aligning the cups and placing the box depend on, in the units
@@ -216,7 +227,7 @@ class SuctionPickEnv(CenicEnv):
             raise ValueError(f"box_size_range must be three (low, high) ranges of positive lengths, got "
                              f"{cfg['box_size_range']!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (5,), np.float32)
-        self.observation_space = spaces.Box(-np.inf, np.inf, (48,), np.float32)
+        self.observation_space = OBS.space()
 
     # -- scene ---------------------------------------------------------------------------------------------------
     def _build(self):
@@ -399,17 +410,13 @@ class SuctionPickEnv(CenicEnv):
         quat = -quat if quat[3] < 0 else quat
         mouths = self.suction.mouth_distances(q, self._suction_pairs())
         tote = self.tote_floor(s)
-        return np.concatenate([
+        return OBS.pack(
             s["p_tool"], [math.cos(yaw), math.sin(yaw)], s["v_tool"], [s["w_tool"][2]], q[self.cup_q],
-            mouths, [1.0 if self.suction.on else 0.0], s["p_box"], quat, s["v_box"],
-            s["w_box"], 0.5 * self.sizes[0], tote, s["p_box"] - s["p_tool"], tote - s["p_box"], self._prev_action])
+            mouths, [1.0 if self.suction.on else 0.0], s["p_box"], quat, np.concatenate([s["v_box"], s["w_box"]]),
+            0.5 * self.sizes[0], tote, s["p_box"] - s["p_tool"], tote - s["p_box"], self._prev_action)
 
     def _obs_noise_scale(self):
-        """Std at obs_noise=1: 2 mm positions and differences, 0.01 yaw components / quaternions, 0.02 velocities,
-        0.5 mm cup compressions and distances; none on the flags, sizes, tote and previous action."""
-        return np.concatenate([np.full(3, 0.002), np.full(2, 0.01), np.full(4, 0.02), np.full(4, 5e-4),
-                               np.full(4, 5e-4), [0.0], np.full(3, 0.002), np.full(4, 0.01), np.full(6, 0.02),
-                               np.zeros(3), np.zeros(3), np.full(3, 0.002), np.full(3, 0.002), np.zeros(5)])
+        return OBS.noise_scale
 
     # -- contacts, reward, success -------------------------------------------------------------------------------
     def _suction_pairs(self):
@@ -498,6 +505,9 @@ class SuctionPickEnv(CenicEnv):
         self.start_z = state["start_z"]
         self.attached = state["attached"]
         self.events = dict(state["events"])
+
+
+SuctionPickEnv.__doc__ = SuctionPickEnv.__doc__.replace("OBSERVATION_TABLE", OBS.table())
 
 
 def _floats(value, n, name):

@@ -326,3 +326,26 @@ def test_vector_env_gathers_the_sim_numbers_into_arrays():
     one = gym.make("CenicFranka-v0")
     one.reset(seed=0)
     assert one.step(np.zeros(8, np.float32))[4]["sim"]["substeps"] == substeps[0]
+
+
+def test_observation_layout_is_declared_once():
+    """ObsLayout: the space, noise scales, index slices and docstring table come from one declaration; packing the
+    wrong number of values, or declaring a name twice, is an error naming the segments."""
+    from cenic_gym.env import ObsLayout, Segment
+    from cenic_gym.envs.allegro_cube import OBS as ALLEGRO
+    from cenic_gym.envs.suction_pick import OBS as SUCTION
+
+    layout = ObsLayout(Segment("p", 3, 0.002, "position [m]"), Segment("flag", 1, 0.0, "on (1) / off (0)"))
+    assert layout.size == 4 and layout["flag"] == slice(3, 4)
+    np.testing.assert_array_equal(layout.noise_scale, [0.002, 0.002, 0.002, 0.0])
+    assert layout.space().shape == (4,)
+    assert "| 0–2 | position [m] | 0.002 |" in layout.table() and "| 3 | on (1) / off (0) | 0 |" in layout.table()
+    np.testing.assert_array_equal(layout.pack([1.0, 2.0, 3.0], [1.0]), [1.0, 2.0, 3.0, 1.0])
+    with pytest.raises(ValueError, match="p 3, flag 1"):
+        layout.pack([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="'p' declared twice"):
+        ObsLayout(Segment("p", 1), Segment("p", 2))
+    for env_id, obs_layout in (("CenicSuction-v0", SUCTION), ("CenicAllegro-v0", ALLEGRO)):
+        env = gym.make(env_id)
+        assert env.observation_space.shape == (obs_layout.size,)
+        assert obs_layout.table() in type(env.unwrapped).__doc__  # the docstring's table is the declaration's

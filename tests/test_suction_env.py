@@ -365,12 +365,16 @@ def test_reset_starts_without_overlap():
 def test_reset_options_place_target_and_tote():
     env = gym.make("CenicSuction-v0")
     obs, _ = env.reset(seed=0, options={"target_pose": (-0.1, 0.05, 0.3), "tote_xy": (0.2, -0.1)})
-    np.testing.assert_allclose(obs[18:20], [-0.1, 0.05], atol=1e-6)
-    np.testing.assert_allclose(obs[34:36], [0.2, -0.1], atol=1e-6)
+    from cenic_gym.envs.suction_pick import OBS
+
+    box, tote, tool = obs[OBS["box_position"]], obs[OBS["tote_position"]], obs[OBS["tool_position"]]
+    assert (OBS["box_position"], OBS["tote_position"]) == (slice(18, 21), slice(34, 37))  # the documented indices
+    np.testing.assert_allclose(box[:2], [-0.1, 0.05], atol=1e-6)
+    np.testing.assert_allclose(tote[:2], [0.2, -0.1], atol=1e-6)
     # the relative positions: target box − tool, tote − target box (float32 rounding of the differences)
-    np.testing.assert_allclose(obs[37:40], obs[18:21] - obs[0:3], atol=1e-6)
-    np.testing.assert_allclose(obs[40:43], obs[34:37] - obs[18:21], atol=1e-6)
-    np.testing.assert_allclose(obs[43:48], 0.0)  # no previous action yet
+    np.testing.assert_allclose(obs[OBS["box_minus_tool"]], box - tool, atol=1e-6)
+    np.testing.assert_allclose(obs[OBS["tote_minus_box"]], tote - box, atol=1e-6)
+    np.testing.assert_allclose(obs[OBS["previous_action"]], 0.0)  # no previous action yet
 
 
 def press_down(seed, **kwargs):

@@ -12,7 +12,7 @@ import pinocchio as pin
 from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, InverseDynamicsPD, JointPD, SceneBuilder
-from cenic_gym.env import CenicEnv
+from cenic_gym.env import CenicEnv, ObsLayout, Segment
 from cenic_gym.model import matrix_to_quat_xyzw
 from cenic_gym.scenes import min_jerk, panda_ik
 
@@ -89,6 +89,22 @@ def tilt(R):
     return math.acos(min(1.0, max(-1.0, R[2, 2])))
 
 
+# The observation (world frame, SI units), declared once: space, noise scales, docstring table and index slices.
+OBS = ObsLayout(
+    Segment("arm_joint_positions", 7, 0.005, "arm joint positions [rad]"),
+    Segment("arm_joint_velocities", 7, 0.05, "arm joint velocities [rad/s]"),
+    Segment("gripper_opening", 1, 0.001, "gripper opening (both fingers) [m]"),
+    Segment("tcp_position", 3, 0.005, "TCP position [m]"),
+    Segment("tcp_quaternion", 4, 0.01, "TCP orientation quaternion (x, y, z, w), w ≥ 0"),
+    Segment("box_position", 3, 0.005, "box position [m]"),
+    Segment("box_quaternion", 4, 0.01, "box orientation quaternion (x, y, z, w)"),
+    Segment("box_velocity", 6, 0.02, "box linear [m/s], angular [rad/s] velocity"),
+    Segment("box_minus_tcp", 3, 0.005, "box position − TCP position [m]"),
+    Segment("target", 3, 0.0, "target: box centre at rest there [m]"),
+    Segment("previous_action", 8, 0.0, "previous action"),
+)
+
+
 class FrankaBoxEnv(CenicEnv):
     """## Description
 
@@ -116,16 +132,9 @@ class FrankaBoxEnv(CenicEnv):
 
     ## Observation space
 
-    ``Box(-inf, inf, (49,), float32)`` (world frame, SI units):
+    ``Box(-inf, inf, (49,), float32)`` (world frame, SI units; ``franka_box.OBS`` declares it):
 
-    | index | observation                                      | index | observation                              |
-    |-------|--------------------------------------------------|-------|------------------------------------------|
-    | 0–6   | arm joint positions [rad]                        | 25–28 | box orientation quaternion (x, y, z, w)  |
-    | 7–13  | arm joint velocities [rad/s]                     | 29–31 | box linear velocity [m/s]                |
-    | 14    | gripper opening (both fingers) [m]               | 32–34 | box angular velocity [rad/s]             |
-    | 15–17 | TCP position [m]                                 | 35–37 | box position − TCP position [m]          |
-    | 18–21 | TCP orientation quaternion (x, y, z, w), w ≥ 0   | 38–40 | target: box centre at rest there [m]     |
-    | 22–24 | box position [m]                                 | 41–48 | previous action                          |
+OBSERVATION_TABLE
 
     The goal-conditioned form is the subclass :class:`FrankaBoxGoalEnv` (``CenicFrankaGoal-v0``;
     ``goal_conditioned=True`` given to this class, e.g. ``gym.make("CenicFranka-v0", goal_conditioned=True)``, builds
@@ -248,7 +257,7 @@ class FrankaBoxEnv(CenicEnv):
         if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0):
             raise ValueError(f"reach_goal_range must be None or a finite half-width >= 0 [m], got {r!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (8,), np.float32)
-        self.observation_space = spaces.Box(-np.inf, np.inf, (49,), np.float32)
+        self.observation_space = OBS.space()
 
     # -- scene ---------------------------------------------------------------------------------------------------
     def _build(self):
@@ -393,17 +402,13 @@ class FrankaBoxEnv(CenicEnv):
 
     def _observe(self):
         s = self._state()
-        obs = np.concatenate([
-            s["q"][self.arm_q], s["v"][self.arm_v], [2.0 * s["q"][self.finger_q][0]],
-            s["p_tcp"], quat_xyzw(s["R_tcp"]), s["p_box"], quat_xyzw(s["R_box"]), s["v_box"], s["w_box"],
-            s["p_box"] - s["p_tcp"], self.target, self._prev_action])
-        return obs
+        return OBS.pack(s["q"][self.arm_q], s["v"][self.arm_v], [2.0 * s["q"][self.finger_q][0]], s["p_tcp"],
+                        quat_xyzw(s["R_tcp"]), s["p_box"], quat_xyzw(s["R_box"]),
+                        np.concatenate([s["v_box"], s["w_box"]]), s["p_box"] - s["p_tcp"], self.target,
+                        self._prev_action)
 
     def _obs_noise_scale(self):
-        """Std at obs_noise=1: 0.005 rad joints, 0.05 rad/s joint speeds, 5 mm positions, 0.01 quaternions."""
-        return np.concatenate([np.full(7, 0.005), np.full(7, 0.05), [0.001], np.full(3, 0.005), np.full(4, 0.01),
-                               np.full(3, 0.005), np.full(4, 0.01), np.full(6, 0.02), np.full(3, 0.005), np.zeros(3),
-                               np.zeros(8)])
+        return OBS.noise_scale
 
     # -- contacts, reward, success -------------------------------------------------------------------------------
     def _contacts(self):
@@ -492,6 +497,9 @@ class FrankaBoxEnv(CenicEnv):
         self.params = dict(state["params"])
         self.box_dims = np.array(self.params["box_size"])
         self.rest_z = 0.5 * self.box_dims[2]
+
+
+FrankaBoxEnv.__doc__ = FrankaBoxEnv.__doc__.replace("OBSERVATION_TABLE", OBS.table())
 
 
 class FrankaBoxGoalEnv(FrankaBoxEnv):

@@ -15,7 +15,7 @@ import pinocchio as pin
 from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder, Simulator
-from cenic_gym.env import CenicEnv
+from cenic_gym.env import CenicEnv, ObsLayout, Segment
 from cenic_gym.model import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
 from . import go1_constants as gc
@@ -139,6 +139,19 @@ def add_terrain(builder, config, material):
                                   material=material)
 
 
+# The policy's observation (base frame, x forward, z up, unless noted), declared once: space, noise scales
+# (Playground's), docstring table and index slices.
+OBS = ObsLayout(
+    Segment("base_linear_velocity", 3, 0.1, "base linear velocity [m/s]"),
+    Segment("base_angular_velocity", 3, 0.2, "base angular velocity [rad/s]"),
+    Segment("projected_gravity", 3, 0.05, "projected gravity Rᵀ(0, 0, −1)"),
+    Segment("joint_positions", 12, 0.03, "joint positions − NOMINAL [rad]"),
+    Segment("joint_velocities", 12, 1.5, "joint velocities [rad/s]"),
+    Segment("applied", 12, 0.0, "last applied action (= the previous action, unless ``action_delay`` > 0)"),
+    Segment("command", 3, 0.0, "command (v_x, v_y, ω_z) [m/s, rad/s]"),
+)
+
+
 class QuadrupedEnv(CenicEnv):
     """## Description
 
@@ -157,17 +170,9 @@ class QuadrupedEnv(CenicEnv):
 
     ## Observation space
 
-    ``Box(-inf, inf, (48,), float32)``, base frame (x forward, z up) unless noted:
+    ``Box(-inf, inf, (48,), float32)``, base frame (x forward, z up) unless noted (``quadruped.OBS`` declares it):
 
-    | index | observation                                  | unit  | noise std at obs_noise=1 |
-    |-------|----------------------------------------------|-------|--------------------------|
-    | 0–2   | base linear velocity                         | m/s   | 0.1                      |
-    | 3–5   | base angular velocity                        | rad/s | 0.2                      |
-    | 6–8   | projected gravity Rᵀ(0, 0, −1)               | –     | 0.05                     |
-    | 9–20  | joint positions − NOMINAL                    | rad   | 0.03                     |
-    | 21–32 | joint velocities                             | rad/s | 1.5                      |
-    | 33–44 | last applied action (= the previous action, unless ``action_delay`` > 0) | – | 0 |
-    | 45–47 | command (v_x, v_y, ω_z)                       | m/s, rad/s | 0                  |
+OBSERVATION_TABLE
 
     With ``privileged_obs=True`` the observation is ``Dict(policy=Box((48,)), critic=Box((88,)))`` (asymmetric
     actor-critic; noise only on "policy"). critic: 0–47 the policy observation without noise; 48 base height [m];
@@ -247,7 +252,7 @@ class QuadrupedEnv(CenicEnv):
     """
 
     RESET_OPTIONS = ("command",)
-    N_POLICY_OBS, N_CRITIC_OBS = 48, 88
+    N_POLICY_OBS, N_CRITIC_OBS = OBS.size, 88
 
     @staticmethod
     def default_config():
@@ -275,7 +280,7 @@ class QuadrupedEnv(CenicEnv):
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not v >= 0:
                 raise ValueError(f"{key} must be >= 0, got {v!r}")
         self.action_space = spaces.Box(-1.0, 1.0, (12,), np.float32)
-        policy = spaces.Box(-np.inf, np.inf, (self.N_POLICY_OBS,), np.float32)
+        policy = OBS.space()
         if cfg.get("privileged_obs") is True:
             self.observation_space = spaces.Dict(
                 policy=policy, critic=spaces.Box(-np.inf, np.inf, (self.N_CRITIC_OBS,), np.float32))
@@ -490,8 +495,8 @@ class QuadrupedEnv(CenicEnv):
 
     def _observe(self):
         q, v, R, _, omega, v_base = self._base()
-        obs = np.concatenate([v_base, omega, -R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v],
-                              self.applied, self.command])
+        obs = OBS.pack(v_base, omega, -R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v], self.applied,
+                       self.command)
         if not self.config["privileged_obs"]:
             return obs
         sim, p = self.sim, self.params
@@ -507,10 +512,7 @@ class QuadrupedEnv(CenicEnv):
         return super()._noisy(obs)
 
     def _obs_noise_scale(self):
-        """Std at obs_noise=1 (Playground's noise scales): 0.1 m/s, 0.2 rad/s, 0.05 gravity, 0.03 rad joints,
-        1.5 rad/s joint speeds; none on the last action and the command."""
-        return np.concatenate([np.full(3, 0.1), np.full(3, 0.2), np.full(3, 0.05), np.full(12, 0.03),
-                               np.full(12, 1.5), np.zeros(15)])
+        return OBS.noise_scale
 
     # -- reward, success, termination ----------------------------------------------------------------------------
     def _fallen(self):
@@ -567,6 +569,9 @@ class QuadrupedEnv(CenicEnv):
     def _set_task_state(self, state):
         for k in self._TASK_KEYS:
             setattr(self, k, state[k])
+
+
+QuadrupedEnv.__doc__ = QuadrupedEnv.__doc__.replace("OBSERVATION_TABLE", OBS.table())
 
 
 class TrotGait:

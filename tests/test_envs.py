@@ -345,7 +345,11 @@ def test_observation_layout_is_declared_once():
         layout.pack([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="'p' declared twice"):
         ObsLayout(Segment("p", 1), Segment("p", 2))
-    for env_id, obs_layout in (("CenicSuction-v0", SUCTION), ("CenicAllegro-v0", ALLEGRO)):
+    from cenic_gym.envs.franka_box import OBS as FRANKA
+    from cenic_gym.envs.quadruped import OBS as QUADRUPED
+
+    for env_id, obs_layout in (("CenicSuction-v0", SUCTION), ("CenicAllegro-v0", ALLEGRO), ("CenicFranka-v0", FRANKA),
+                               ("CenicQuadruped-v0", QUADRUPED)):
         env = gym.make(env_id)
         assert env.observation_space.shape == (obs_layout.size,)
         assert obs_layout.table() in type(env.unwrapped).__doc__  # the docstring's table is the declaration's

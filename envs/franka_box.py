@@ -466,7 +466,10 @@ OBSERVATION_TABLE
     def _placement(self, s):
         """(d_xy [m] box → target horizontally, tilt [rad], Δz [m] box height above its rest, placed): placed = within
         ``success_radius``, tilted less than ``success_tilt`` and at rest height (|Δz| < 1 cm); the reward's
-        stages and :meth:`evaluate` share it."""
+        stages and :meth:`evaluate` share it, computed once per state (``s`` is that state's :meth:`_state`)."""
+        return self._per_state("placement", lambda: self._compute_placement(s))
+
+    def _compute_placement(self, s):
         c = self.config
         d_xy = float(np.linalg.norm((s["p_box"] - self.target)[:2]))
         tilt_box = tilt(s["R_box"])

@@ -99,23 +99,14 @@ def final_eval(model, episodes):
 
 
 def scripted_eval(env_id, policy_class, episodes, env_kwargs=None):
-    """A scripted policy ``policy_class(env)`` (``reset()`` at each episode's start, then called with no
-    arguments: it reads the simulator's state) on the same held-out episodes."""
-    import gymnasium as gym
+    """A scripted policy ``policy_class(env)`` (rebuilt at each episode's start: :class:`ScriptedPolicy`) on the
+    same held-out episodes."""
+    from cenic_gym.sim2real.policy import ScriptedPolicy
+    from cenic_gym.sim2real.rollout import make_env, run_episode, summarize
 
-    import cenic_gym  # noqa: F401
-    from cenic_gym.train.common import run_episodes
-
-    env = gym.make(env_id, **(env_kwargs or {}))
-    policy = policy_class(env)
-
-    def act(obs):
-        if env.unwrapped.sim.t == 0.0:  # an episode's first step: a planning script plans from its start
-            policy.reset()
-        return policy()
-
-    result = run_episodes(act, lambda: env, episodes, FINAL_SEED)
-    return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return)
+    env, policy = make_env(env_id, **(env_kwargs or {})), ScriptedPolicy(policy_class)
+    s = summarize([run_episode(env, policy, FINAL_SEED + k) for k in range(episodes)])
+    return dict(episodes=episodes, success_rate=s["success_rate"], mean_return=s["mean_return"])
 
 
 def evaluate_seeds(bench, seeds, episodes):

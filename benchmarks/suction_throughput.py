@@ -40,30 +40,13 @@ RESULTS = REPO / "benchmarks" / "RESULTS.md"
 NO_LIMITS = dict(gantry_effort_limit=(np.inf,) * 4, z_lead=1.0)  # the gantry before its limits
 
 
-class Scripted:
-    """A state-reading script (``policy_class(env)``, called without arguments) as a throughput policy."""
-
-    def __init__(self, policy_class, env):
-        self.policy = policy_class(env)
-
-    def reset(self):
-        self.policy.reset()
-
-    def __call__(self, obs):
-        return self.policy()
-
-
-class Press(Scripted):
+class Press(SuctionExpert):
     """The teacher until the target is held, then the tool down at full speed with the suction on."""
 
-    def __init__(self, env):
-        super().__init__(SuctionExpert, env)
-        self.env = env.unwrapped
-
-    def __call__(self, obs):
+    def __call__(self, obs=None):
         if self.env.attached:
             return np.array([0.0, 0.0, -1.0, 0.0, 1.0], np.float32)
-        return self.policy()
+        return super().__call__(obs)
 
 
 class Learned:
@@ -81,8 +64,8 @@ class Learned:
 
 
 ROWS = [("random actions", {}, lambda e: RandomPolicy(e, 0)),
-        ("ScriptedPicker", {}, lambda e: Scripted(ScriptedPicker, e)),
-        ("SuctionExpert (the recipe's teacher)", {}, lambda e: Scripted(SuctionExpert, e)),
+        ("ScriptedPicker", {}, ScriptedPicker),
+        ("SuctionExpert (the recipe's teacher)", {}, SuctionExpert),
         ("learned policy (training/policies)", {}, Learned),
         ("press (limits on: the default)", {}, Press),
         ("random actions, limits off", NO_LIMITS, lambda e: RandomPolicy(e, 0)),

@@ -107,11 +107,11 @@ def merge_config(defaults, overrides, env_name):
 @dataclass(frozen=True)
 class Segment:
     """One named part of a flat observation: ``size`` numbers, Gaussian noise of standard deviation ``noise`` at
-    ``obs_noise=1`` (one number for all of them, or one per element), ``text`` its description (unit included)."""
+    ``obs_noise=1`` on each, ``text`` its description (unit included)."""
 
     name: str
     size: int
-    noise: float | tuple = 0.0
+    noise: float = 0.0
     text: str = ""
 
 
@@ -129,8 +129,7 @@ class ObsLayout:
             self.slices[seg.name] = slice(start, start + seg.size)
             start += seg.size
         self.size = start
-        self.noise_scale = np.concatenate([np.broadcast_to(np.asarray(s.noise, dtype=float), (s.size,))
-                                           for s in segments])
+        self.noise_scale = np.concatenate([np.full(s.size, float(s.noise)) for s in segments])
 
     def __getitem__(self, name):
         return self.slices[name]
@@ -148,15 +147,11 @@ class ObsLayout:
 
     def table(self, indent="    "):
         """The docstring's observation table (Markdown), one row per segment."""
-        def noise(n):
-            n = np.asarray(n, dtype=float)
-            return f"{n.item():g}" if n.ndim == 0 else "/".join(f"{x:g}" for x in n)
-
         rows = ["| index | observation | noise std at obs_noise=1 |", "|---|---|---|"]
         for seg in self.segments:
             sl = self.slices[seg.name]
             index = str(sl.start) if seg.size == 1 else f"{sl.start}–{sl.stop - 1}"
-            rows.append(f"| {index} | {seg.text} | {noise(seg.noise)} |")
+            rows.append(f"| {index} | {seg.text} | {seg.noise:g} |")
         return "\n".join(indent + r for r in rows)
 
 
@@ -177,6 +172,13 @@ class CenicEnv(gym.Env):
     """Base class of the cenic-gym tasks (see the module docstring for the contract)."""
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 20}
+    OBS: ObsLayout | None = None  # the task's flat observation, declared once (see ObsLayout)
+
+    def __init_subclass__(cls, **kwargs):
+        """A task's docstring shows its declared observation: the line ``OBSERVATION_TABLE`` becomes ``OBS.table()``."""
+        super().__init_subclass__(**kwargs)
+        if cls.OBS is not None and cls.__doc__ and "OBSERVATION_TABLE" in cls.__doc__:
+            cls.__doc__ = cls.__doc__.replace("OBSERVATION_TABLE", cls.OBS.table())
     CAMERA: dict = {}  # the task's default camera (keys of cenic_gym.render.Camera)
 
     def __init__(self, **kwargs):
@@ -232,8 +234,9 @@ class CenicEnv(gym.Env):
         raise NotImplementedError
 
     def _obs_noise_scale(self):
-        """Per-element standard deviations of the observation noise at ``obs_noise=1`` (default: none)."""
-        return 0.0
+        """Per-element standard deviations of the observation noise at ``obs_noise=1``: the declared layout's
+        (``OBS``), else none."""
+        return 0.0 if self.OBS is None else self.OBS.noise_scale
 
     def _after_advance(self):
         """The task's per-step bookkeeping, once after each ``advance_to`` and before the observation: the one
@@ -500,12 +503,10 @@ def _integrator_info(stats):
     Gymnasium vector env gathers it into arrays: ``substeps`` (accepted CENIC steps), ``rejected``,
     ``newton_iters``, ``min_dt`` [s] (the smallest accepted step; +inf when none was taken) and ``max_penetration``
     [m] (the deepest contact over the step's accepted states, 0 without contact)."""
-    if stats is None or stats.accepted == 0:
-        sim = dict(substeps=0, rejected=0 if stats is None else stats.rejected,
-                   newton_iters=0 if stats is None else stats.newton_iters, min_dt=math.inf, max_penetration=0.0)
-    else:
-        sim = dict(substeps=stats.accepted, rejected=stats.rejected, newton_iters=stats.newton_iters,
-                   min_dt=stats.min_dt, max_penetration=max(0.0, -stats.min_signed_distance))
     if stats is None:
-        return dict(sim=sim, wall=WallClock(0.0, math.nan))
+        return dict(sim=dict(substeps=0, rejected=0, newton_iters=0, min_dt=math.inf, max_penetration=0.0),
+                    wall=WallClock(0.0, math.nan))
+    sim = dict(substeps=stats.accepted, rejected=stats.rejected, newton_iters=stats.newton_iters,
+               min_dt=stats.min_dt if stats.accepted else math.inf,
+               max_penetration=max(0.0, -stats.min_signed_distance))
     return dict(sim=sim, wall=WallClock(stats.wall_time, stats.realtime_factor))

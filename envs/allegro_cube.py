@@ -246,6 +246,8 @@ OBSERVATION_TABLE
     - v0: initial version (cenic-gym 0.1).
     """
 
+    OBS = OBS  # the module's declaration (the scripted policies read its slices too)
+
     RESET_OPTIONS = ("goal",)
     N_POLICY_OBS, N_CRITIC_OBS = OBS.size, 108
 
@@ -402,8 +404,6 @@ OBSERVATION_TABLE
             return dict(policy=super()._noisy(obs["policy"]), critic=np.asarray(obs["critic"], dtype=np.float32))
         return super()._noisy(obs)
 
-    def _obs_noise_scale(self):
-        return OBS.noise_scale
 
     # -- reward, success, termination ----------------------------------------------------------------------------
     def _reward_terms(self, action, prev_action):
@@ -444,9 +444,6 @@ OBSERVATION_TABLE
         for k in self._TASK_KEYS:
             setattr(self, k, state[k])
         self.pd.set_target(q_d=self.q_target)
-
-
-AllegroCubeEnv.__doc__ = AllegroCubeEnv.__doc__.replace("OBSERVATION_TABLE", OBS.table())
 
 
 def finger_joints(obs, finger):

@@ -217,6 +217,8 @@ OBSERVATION_TABLE
     - v0: initial version (cenic-gym 0.1).
     """
 
+    OBS = OBS  # the module's declaration (the scripted policies read its slices too)
+
     RESET_OPTIONS = ("box_pose", "target_xy")
 
     @staticmethod
@@ -407,8 +409,6 @@ OBSERVATION_TABLE
                         np.concatenate([s["v_box"], s["w_box"]]), s["p_box"] - s["p_tcp"], self.target,
                         self._prev_action)
 
-    def _obs_noise_scale(self):
-        return OBS.noise_scale
 
     # -- contacts, reward, success -------------------------------------------------------------------------------
     def _contacts(self):
@@ -500,9 +500,6 @@ OBSERVATION_TABLE
         self.params = dict(state["params"])
         self.box_dims = np.array(self.params["box_size"])
         self.rest_z = 0.5 * self.box_dims[2]
-
-
-FrankaBoxEnv.__doc__ = FrankaBoxEnv.__doc__.replace("OBSERVATION_TABLE", OBS.table())
 
 
 class FrankaBoxGoalEnv(FrankaBoxEnv):

@@ -251,6 +251,8 @@ OBSERVATION_TABLE
     - v0: initial version (cenic-gym 0.1).
     """
 
+    OBS = OBS  # the module's declaration (the scripted policies read its slices too)
+
     RESET_OPTIONS = ("command",)
     N_POLICY_OBS, N_CRITIC_OBS = OBS.size, 88
 
@@ -511,8 +513,6 @@ OBSERVATION_TABLE
             return dict(policy=super()._noisy(obs["policy"]), critic=np.asarray(obs["critic"], dtype=np.float32))
         return super()._noisy(obs)
 
-    def _obs_noise_scale(self):
-        return OBS.noise_scale
 
     # -- reward, success, termination ----------------------------------------------------------------------------
     def _fallen(self):
@@ -569,9 +569,6 @@ OBSERVATION_TABLE
     def _set_task_state(self, state):
         for k in self._TASK_KEYS:
             setattr(self, k, state[k])
-
-
-QuadrupedEnv.__doc__ = QuadrupedEnv.__doc__.replace("OBSERVATION_TABLE", OBS.table())
 
 
 class TrotGait:

@@ -203,6 +203,8 @@ OBSERVATION_TABLE
     - v0: initial version (cenic-gym 0.1).
     """
 
+    OBS = OBS  # the module's declaration (the scripted policies read its slices too)
+
     RESET_OPTIONS = ("target_pose", "tote_xy")
 
     @staticmethod
@@ -415,8 +417,6 @@ OBSERVATION_TABLE
             mouths, [1.0 if self.suction.on else 0.0], s["p_box"], quat, np.concatenate([s["v_box"], s["w_box"]]),
             0.5 * self.sizes[0], tote, s["p_box"] - s["p_tool"], tote - s["p_box"], self._prev_action)
 
-    def _obs_noise_scale(self):
-        return OBS.noise_scale
 
     # -- contacts, reward, success -------------------------------------------------------------------------------
     def _suction_pairs(self):
@@ -505,9 +505,6 @@ OBSERVATION_TABLE
         self.start_z = state["start_z"]
         self.attached = state["attached"]
         self.events = dict(state["events"])
-
-
-SuctionPickEnv.__doc__ = SuctionPickEnv.__doc__.replace("OBSERVATION_TABLE", OBS.table())
 
 
 def _floats(value, n, name):

@@ -22,7 +22,9 @@ wall_solver (split into the controllers' linearization, timed by wrapping ``Exte
 run, and the env layer = ``env.step`` wall − ``info["wall"]["sim_s"]`` (the ``advance_to`` inside it:
 action mapping, observation, reward terms, ``evaluate()``, wrappers). ``env overhead`` = ``env.step`` wall / Σ
 ``advance_to`` wall − 1: what the env layer costs on top of bare ``sim.advance_to``. Writes the
-``env-throughput`` section of ``benchmarks/RESULTS.md`` (appended if absent; the rest is kept verbatim) and prints it.
+``env-throughput`` section of ``benchmarks/RESULTS.md`` (``bench_common.write_section``; one row per env and policy:
+throughput in every mode, the time split at ε = 1e-3) unless ``--no-write``, and prints it. A full run takes ~4 min;
+``--steps 50 --resets 2 --repeats 1`` under a minute. A timing benchmark: run it on an idle machine.
 """
 from __future__ import annotations
 
@@ -36,16 +38,12 @@ import importlib  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import gymnasium as gym  # noqa: E402
 
-import cenic_gym  # noqa: E402,F401  (registers the envs)
-from bench_common import provenance, replace_marked_section, warm_up  # noqa: E402
-from cenic_gym.envs import SCRIPTED_POLICIES  # noqa: E402
+from bench_common import provenance, warm_up, write_section  # noqa: E402
+from cenic_gym.envs import SCRIPTED_POLICIES  # noqa: E402  (importing cenic_gym registers the envs)
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "RESULTS.md"
 HEADING = "## Env throughput (single process, one thread)"
 COMMAND = "python benchmarks/env_throughput.py"
 MODES = [("ε = 1e-2", dict(accuracy=1e-2)), ("ε = 1e-3", dict(accuracy=1e-3)), ("ε = 1e-4", dict(accuracy=1e-4)),
@@ -53,7 +51,7 @@ MODES = [("ε = 1e-2", dict(accuracy=1e-2)), ("ε = 1e-3", dict(accuracy=1e-3)),
 # id -> "module:Class" of the scripted policies timed here: the package's map without the Allegro rotator (its
 # throughput row is random actions; step_size_analysis / ab_throughput use the full map)
 SCRIPTED = {k: v for k, v in SCRIPTED_POLICIES.items() if k != "CenicAllegro-v0"}
-TARGET_MODE = "ε = 1e-3"  # issue 18: every env at >= 20x real time per core at ε = 1e-3
+TARGET_MODE = "ε = 1e-3"  # the target: every env at >= 20x real time per core at ε = 1e-3
 TARGETS = {"CenicFranka-v0": 400.0, "CenicAllegro-v0": 400.0, "CenicSuction-v0": 400.0,
            "CenicQuadruped-v0": 1000.0}  # env steps/s (20 Hz envs: 400; the 50 Hz quadruped: 1000)
 PHASES = ("wall_geometry", "wall_dynamics", "wall_solver", "wall_total")
@@ -198,76 +196,78 @@ def main():
             env.close()
     total = time.perf_counter() - t_start
 
-    main_table = ["| env | mode | actions | env steps/s | real-time factor | reset [ms] | attempts / env step | "
-                  "rejected / env step | substeps / env step | episodes | sim failures |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-    split_table = ["| env | mode | actions | env.step [µs] | advance_to [µs] | geometry | dynamics | "
-                   "controller linearization | convex solve | other in sim | env layer | "
-                   "env overhead over advance_to |",
-                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        n = row["steps"]
-        main_table.append(
-            f"| {row['env']} | {row['mode']} | {row['policy']} | {n / row['step_wall']:.0f} | "
-            f"{row['sim_time'] / row['step_wall']:.1f} | {row['reset'] * 1e3:.2f} | "
-            f"{(row['substeps'] + row['rejected']) / n:.2f} | "
-            f"{row['rejected'] / n:.2f} | {row['substeps'] / n:.2f} | {row['episodes']} | {row['failures']} |")
-        r = row["split"]  # the instrumented run of the same episodes
-        w = r["step_wall"]
-        other = r["wall_total"] - r["wall_geometry"] - r["wall_dynamics"] - r["wall_solver"]
-        env_layer = w - r["sim_wall"]
-        pct = lambda x: f"{1e6 * x / n:.0f} µs ({100 * x / w:.0f} %)"  # noqa: E731
-        split_table.append(
-            f"| {row['env']} | {row['mode']} | {row['policy']} | {1e6 * w / n:.0f} | {1e6 * r['sim_wall'] / n:.0f} | "
-            f"{pct(r['wall_geometry'])} | {pct(r['wall_dynamics'])} | {pct(r['wall_linearize'])} | "
-            f"{pct(r['wall_solver'] - r['wall_linearize'])} | {pct(other)} | "
-            f"{pct(env_layer)} | {100 * (w / r['sim_wall'] - 1):+.0f} % |")
-    target_lines = []
-    for r in rows:
-        tsteps = TARGETS.get(r["env"])
-        if tsteps is not None and r["mode"] == TARGET_MODE:
-            sps = r["steps"] / r["step_wall"]
-            target_lines.append(
-                f"{r['env']} {r['policy']} {sps:.0f} env steps/s ({r['sim_time'] / r['step_wall']:.1f}× real time; "
-                f"target {tsteps:.0f}): "
-                + ("meets" if sps >= tsteps else f"misses ({100 * sps / tsteps:.0f} % of it)"))
     command = COMMAND + (f" --steps {args.steps}" if args.steps != 1000 else "") + \
         (f" --resets {args.resets}" if args.resets != 20 else "") + \
         (f" --repeats {args.repeats}" if args.repeats != 3 else "")
-    body = "\n".join([
-        *provenance("benchmarks/env_throughput.py", f"`{command}` (sets NUMBA_NUM_THREADS=1, OMP_NUM_THREADS=1 itself)", total, load0, ('numba', ('pinocchio (pin)', 'pin'), 'numpy', 'gymnasium')),
-        f"Every registered `Cenic*` id, env defaults except the mode; {args.steps} env steps per run after an untimed "
-        f"warm-up (episodes of up to 200 steps restart with an untimed reset), one process, one thread; each row is "
-        f"the run of median `env.step` wall time among {args.repeats} runs of the same seeded episodes (the "
-        "simulation counters are identical between them). `random`: "
-        "`action_space.sample()` seeded with 0; `scripted`: the task's `ScriptedExpert` (its IK time excluded). "
-        f"Env steps/s and the real-time factor (simulated s / wall s) count `env.step` wall time, the `gym.make` "
-        f"wrappers included. Reset: median of {args.resets} `reset(seed=k)`. Attempts = accepted substeps + "
-        "rejected step-doubling attempts (`info[\"sim\"]`).",
-        "",
-        *main_table,
-        "",
-        f"Targets (issues 11, 18: 20× real time per core at {TARGET_MODE}): " + "; ".join(target_lines) + ".",
-        "",
-        "Where an env step's time goes (µs per env step and share of `env.step` wall), from one more run of the "
-        "same episodes with the linearization timer installed (the timed runs above go without it; its cost, "
-        "~1 µs per linearization, is in this table's times): geometry / dynamics / "
-        "wall_solver / other are the deltas of the simulator's cumulative `sim.stats` (wall_geometry, wall_dynamics, "
-        "wall_solver, wall_total − the three) over the run, and wall_solver is split into the controllers' "
-        "linearization (the gain pool `ExternalSystems.linearize` builds for every convex solve: RNEA "
-        "derivatives for `InverseDynamicsPD`, a numba kernel for `SuctionGripper`, closed forms for the joint "
-        "PDs; timed by wrapping it) and the convex solve proper (the numba Newton kernel and its "
-        "Python call); advance_to = Σ `info[\"wall\"][\"sim_s\"]`; env layer = `env.step` "
-        "wall − advance_to (action → set-points, observation, reward terms, `evaluate()`, contact queries for them, "
-        "Gymnasium wrappers); env overhead = `env.step` wall / advance_to wall − 1.",
-        "",
-        *split_table,
-    ])
+    body = report(rows, args, total, load0, command)
     print()
     print(body)
     if not args.no_write:
-        RESULTS.write_text(replace_marked_section(RESULTS.read_text(), "env-throughput", body, heading=HEADING))
+        write_section("env-throughput", body, HEADING)
     return 0
+
+
+def report(rows, args, total, load0, command):
+    """The ``env-throughput`` section: one row per (env, actions); throughput in every mode, and where an env step's
+    time goes at TARGET_MODE."""
+    modes = [m for m, _ in MODES]
+    by = {(r["env"], r["policy"], r["mode"]): r for r in rows}
+    keys = list(dict.fromkeys((r["env"], r["policy"]) for r in rows))
+    main_table = ["| env | actions | " + " | ".join(f"env steps/s (× real time), {m}" for m in modes)
+                  + f" | attempts (rejected) / env step, {TARGET_MODE} | reset [ms] | sim failures |",
+                  "|---|---|" + "---|" * (len(modes) + 3)]
+    split_table = ["| env | actions | env.step [µs] | geometry | dynamics | controller linearization | convex solve "
+                   "| other in sim | env layer | env overhead over advance_to |",
+                   "|---|---|---|---|---|---|---|---|---|---|"]
+    for env_id, policy in keys:
+        cells = []
+        for m in modes:
+            r = by.get((env_id, policy, m))
+            cells.append("–" if r is None else
+                         f"{r['steps'] / r['step_wall']:.0f} ({r['sim_time'] / r['step_wall']:.0f}×)")
+        t = by.get((env_id, policy, TARGET_MODE))
+        mine = [by[(env_id, policy, m)] for m in modes if (env_id, policy, m) in by]
+        attempts = "–" if t is None else \
+            f"{(t['substeps'] + t['rejected']) / t['steps']:.2f} ({t['rejected'] / t['steps']:.2f})"
+        reset = "–" if t is None else f"{t['reset'] * 1e3:.2f}"
+        main_table.append(f"| {env_id} | {policy} | " + " | ".join(cells)
+                          + f" | {attempts} | {reset} | {sum(r['failures'] for r in mine)} |")
+        if t is None:
+            continue
+        n, r = t["steps"], t["split"]  # the instrumented run of the same episodes
+        w = r["step_wall"]
+        other = r["wall_total"] - r["wall_geometry"] - r["wall_dynamics"] - r["wall_solver"]
+        pct = lambda x: f"{1e6 * x / n:.0f} µs ({100 * x / w:.0f} %)"  # noqa: E731
+        split_table.append(
+            f"| {env_id} | {policy} | {1e6 * w / n:.0f} | {pct(r['wall_geometry'])} | {pct(r['wall_dynamics'])} "
+            f"| {pct(r['wall_linearize'])} | {pct(r['wall_solver'] - r['wall_linearize'])} | {pct(other)} "
+            f"| {pct(w - r['sim_wall'])} | {100 * (w / r['sim_wall'] - 1):+.0f} % |")
+    target_lines = []
+    for env_id, policy in keys:
+        r, tsteps = by.get((env_id, policy, TARGET_MODE)), TARGETS.get(env_id)
+        if r is not None and tsteps is not None:
+            sps = r["steps"] / r["step_wall"]
+            target_lines.append(f"{env_id} {policy} {sps:.0f} / {tsteps:.0f} "
+                                + ("meets" if sps >= tsteps else f"**misses** ({100 * sps / tsteps:.0f} %)"))
+    return "\n".join([
+        *provenance("benchmarks/env_throughput.py", f"`{command}` (sets NUMBA_NUM_THREADS=1, OMP_NUM_THREADS=1 itself)",
+                    total, load0, ("numba", ("pinocchio (pin)", "pin"), "numpy", "gymnasium")),
+        f"Every registered `Cenic*` id, env defaults except the mode; per cell the run of median `env.step` wall among "
+        f"{args.repeats} runs of {args.steps} env steps (same seeded episodes, untimed resets). `random`: seeded "
+        "`action_space.sample()`; `scripted`: the task's scripted policy (its own time excluded). Attempts = accepted "
+        f"substeps + rejected attempts; reset: median of {args.resets} `reset(seed=k)`.",
+        "",
+        *main_table,
+        "",
+        f"Targets (env steps/s for 20× real time per core at {TARGET_MODE}): " + "; ".join(target_lines) + ".",
+        "",
+        f"Where an env step's time goes at {TARGET_MODE} (µs per env step, share of `env.step` wall; one more run with "
+        "the linearization timed): the simulator's `stats` phases, wall_solver split into the controllers' "
+        "linearization and the convex solve; env layer = `env.step` − `advance_to` (actions, observation, reward, "
+        "wrappers); overhead = `env.step` / `advance_to` − 1.",
+        "",
+        *split_table,
+    ])
 
 
 if __name__ == "__main__":

@@ -12,17 +12,22 @@ runs in a separate venv with a mujoco 3.x::
 
 It does not import ``cenic_gym`` (its dependencies are not in that venv): the hyperparameters are read from
 ``cenic_gym/train/configs.py`` by path (``CONFIGS["CenicFrankaGoal-v0"]["sac"]``: SAC ``sb3`` arguments, HER,
-observation normalization, evaluation every ``eval_every`` env steps on 10 deterministic episodes). Each evaluation
-(env steps, wall seconds since the start of training, success rate, mean return) is merged into
-``<out>.json`` under the key ``"FetchReach-v4 (MuJoCo <version>)"``; rerun ``benchmarks/learning_curve.py --plot-only``
-to redraw the plot with both curves.
+observation normalization, evaluation every ``eval_every`` env steps on 10 deterministic episodes); the final
+model then plays ``--final-episodes`` fresh episodes (seeds 1000, 1001, ...). Each evaluation (env steps, wall
+seconds since the start of training, success rate, mean return), the final model's results and FetchReach's task
+definition (read from the env) are merged into ``<out>.json`` under the key ``"FetchReach-v4 (MuJoCo <version>)"``;
+no RESULTS.md section of its own: rerun ``benchmarks/learning_curve.py --report`` (with the project's environment)
+to rewrite the ``reach-learning`` section and the plot with both runs. ``--minutes 5`` takes about 5 minutes.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.util
 import json
 import os
+import shlex
+import sys
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -32,6 +37,7 @@ import numpy as np
 from bench_common import REPO, git_rev, machine_line
 
 ENV_ID = "FetchReach-v4"
+FINAL_SEED = 1000  # as benchmarks/learning_curve.py
 
 
 def project_config():
@@ -42,8 +48,42 @@ def project_config():
     return mod.get_config("CenicFrankaGoal-v0", "sac")
 
 
-def train(minutes, steps, seed, eval_episodes, out_dir):
-    """SAC + HER on FetchReach for at most ``minutes`` of wall time; returns (wall s, [evaluation dicts])."""
+def fetch_task(env):
+    """FetchReach's task definition, read from the env (the keys of ``learning_curve.cenic_task``)."""
+    u = env.unwrapped
+    return dict(goal=f"start gripper + U(±{u.target_range:g} m)³, success < {100 * u.distance_threshold:g} cm",
+                action=f"Δxyz × 5 cm to the mocap, reset to the gripper before each step; gripper "
+                       f"({env.action_space.shape[0]}-D)",
+                period=f"{u.dt:g} s × {env.spec.max_episode_steps}",
+                physics=f"{env.observation_space['observation'].shape[0]}-D; MuJoCo {u.n_substeps} × "
+                        f"{1e3 * u.model.opt.timestep:g} ms")
+
+
+def final_eval(model, norm, episodes):
+    """The final model (deterministic, observations through the training normalization ``norm`` or None) on
+    ``episodes`` fresh episodes (seeds FINAL_SEED + k): success at the episode's end, return."""
+    import gymnasium as gym
+
+    env = gym.make(ENV_ID)
+    succ, rets = [], []
+    for k in range(episodes):
+        obs, _ = env.reset(seed=FINAL_SEED + k)
+        done, ret, info = False, 0.0, {}
+        while not done:
+            action, _ = model.predict(norm.normalize_obs(obs) if norm is not None else obs, deterministic=True)
+            obs, r, term, trunc, info = env.step(action)
+            ret += float(r)
+            done = term or trunc
+        succ.append(float(info.get("is_success", 0.0)))
+        rets.append(ret)
+    env.close()
+    return dict(episodes=episodes, success_rate=float(np.mean(succ)), mean_return=float(np.mean(rets)),
+                std_return=float(np.std(rets)))
+
+
+def train(minutes, steps, seed, eval_episodes, out_dir, final_episodes):
+    """SAC + HER on FetchReach for at most ``minutes`` of wall time; returns (wall s, [evaluation dicts], config,
+    final evaluation, task definition)."""
     import gymnasium as gym
     import gymnasium_robotics
     import torch
@@ -94,7 +134,11 @@ def train(minutes, steps, seed, eval_episodes, out_dir):
     model.learn(total_timesteps=steps, callback=[clock, evaluate])
     wall = time.perf_counter() - t0
     model.save(out_dir / "model.zip")
-    return wall, evals, cfg
+    final = final_eval(model, venv if cfg["normalize"] else None, final_episodes)
+    task_env = make()
+    task = fetch_task(task_env)
+    task_env.close()
+    return wall, evals, cfg, final, task
 
 
 def main():
@@ -103,16 +147,22 @@ def main():
     p.add_argument("--steps", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument("--final-episodes", type=int, default=30, help="fresh episodes of the final model (default 30)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "learning_curve"))
     a = p.parse_args()
     out = Path(a.out).with_suffix(".json")
     load0 = os.getloadavg()
     run_dir = REPO / "runs" / "learning_curve" / "fetchreach"
     run_dir.mkdir(parents=True, exist_ok=True)
-    wall, evals, cfg = train(a.minutes, a.steps, a.seed, a.eval_episodes, run_dir)
+    wall, evals, cfg, final, task = train(a.minutes, a.steps, a.seed, a.eval_episodes, run_dir, a.final_episodes)
     summary = json.loads(out.read_text()) if out.exists() else {}
     key = f"{ENV_ID} (MuJoCo {version('mujoco')})"
-    summary[key] = dict(wall_s=wall, evals=evals, env_kwargs={}, sb3=cfg["sb3"], seed=a.seed,
+    for old in [k for k in summary if k.startswith(ENV_ID)]:  # one FetchReach run: the latest
+        del summary[old]
+    summary[key] = dict(wall_s=wall, evals=evals, env_kwargs={}, sb3=cfg["sb3"], seed=a.seed, final=final, task=task,
+                        command="OMP_NUM_THREADS=1 <venv>/bin/python benchmarks/fetchreach_curve.py "
+                                + shlex.join(sys.argv[1:]),
+                        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                         machine=dict(machine=machine_line(), code=git_rev(), load_before=load0,
                                      load_after=os.getloadavg(),
                                      versions={k: version(k) for k in ("stable-baselines3", "torch", "gymnasium",
@@ -120,7 +170,8 @@ def main():
     out.write_text(json.dumps(summary, indent=1))
     first90 = next((e for e in evals if e["success_rate"] >= 0.9), None)
     print(f"{key}: {wall / 60:.1f} min, {evals[-1]['steps'] if evals else 0} steps; >= 0.9 first at "
-          + ("never" if first90 is None else f"{first90['steps']} steps, {first90['wall_s'] / 60:.1f} min"))
+          + ("never" if first90 is None else f"{first90['steps']} steps, {first90['wall_s'] / 60:.1f} min")
+          + f"; final model {final}")
     print(summary[key]["machine"])
 
 

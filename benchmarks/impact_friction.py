@@ -1,4 +1,4 @@
-"""Coulomb's law at impacts (issue 10): accuracy of the dropped sphere and the cost of the fix, Lagged vs step bounds.
+"""Coulomb's law at impacts: accuracy of the dropped sphere and the cost of the fix, Lagged vs step bounds.
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/impact_friction.py [--quick] [--no-write]
 
@@ -13,7 +13,11 @@ normal impulses). Two tables:
 2. the cost on the work-precision scenes, scenes with impacts and the Go1 trot of CenicQuadruped-v0: the two
    variants interleaved, median wall of ``REPEATS`` runs each, step and solve counters.
 
-Writes the ``impact-friction`` section of ``benchmarks/RESULTS.md`` unless ``--no-write``.
+Writes the ``impact-friction`` section of ``benchmarks/RESULTS.md`` (``bench_common.write_section``) unless
+``--no-write``; a full run takes ~3 min (``--quick``: ~1.5 min). Touchdown = end of the first step with a normal
+impulse; rolling = slip ≤ 2 mm/s (interpolated within the step, as in tests/test_impact_friction.py). Cone excess: max
+over accepted half steps of sliding contacts of (‖γ_t‖ − μ γ_n (1 + √ε)) w / ε. Wall differences below ~10 % are
+within the run-to-run noise of a shared machine.
 """
 from __future__ import annotations
 
@@ -23,18 +27,16 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bench_common import git_rev, machine_line, replace_marked_section, versions, warm_up  # noqa: E402
+from bench_common import provenance, warm_up, write_section  # noqa: E402
 from cenic_gym import Simulator, scenes  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "RESULTS.md"
 sys.path.insert(0, str(HERE.parent / "tests"))  # the analytic reference and the impulse recorder live with the tests
 import test_impact_friction as ref  # noqa: E402
 
@@ -135,30 +137,45 @@ def fmt_pct(x):
 
 
 def sphere_table(rows):
-    out = ["| bound | ε | release → rolling [s] | error | skid after touchdown [ms] | error | accepted | rejected "
-           "| solves | friction re-solves | worst cone excess [ε/w] |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        roll = "never (< 0.16 s)" if math.isnan(r["t_roll"]) else f"{r['t_roll']:.5f}"
-        e_roll = "–" if math.isnan(r["t_roll"]) else fmt_pct(r["t_roll"] / ref.T_ROLL - 1)
-        skid = "–" if math.isnan(r["skid"]) else f"{1e3 * r['skid']:.2f}"
-        e_skid = "–" if math.isnan(r["skid"]) else fmt_pct(r["skid"] / ref.SKID - 1)
-        out.append(f"| {'Lagged' if r['lagged'] else 'Coulomb'} | {r['eps']:.0e} | {roll} | {e_roll} | {skid} | "
-                   f"{e_skid} | {r['accepted']} | {r['rejected']} | {r['solves']} | {r['friction_solves']} | "
-                   f"{r['cone']:.3g} |")
+    """One row per ε: the Lagged and the Coulomb bound side by side."""
+    by = {(r["lagged"], r["eps"]): r for r in rows}
+
+    def roll(r):
+        return "never" if math.isnan(r["t_roll"]) else fmt_pct(r["t_roll"] / ref.T_ROLL - 1)
+
+    def skid(r):
+        return "–" if math.isnan(r["skid"]) else f"{1e3 * r['skid']:.2f}"
+
+    out = ["| ε | release → rolling error, Lagged / Coulomb | skid [ms], Lagged / Coulomb "
+           "| worst cone excess [ε/w], Lagged / Coulomb | accepted + rejected, Lagged / Coulomb "
+           "| friction re-solves (Coulomb) |",
+           "|---|---|---|---|---|---|"]
+    for eps in dict.fromkeys(r["eps"] for r in rows):
+        a, b = by[(True, eps)], by[(False, eps)]
+        out.append(f"| {eps:.0e} | {roll(a)} / {roll(b)} | {skid(a)} / {skid(b)} | {a['cone']:.3g} / {b['cone']:.3g} "
+                   f"| {a['accepted']} + {a['rejected']} / {b['accepted']} + {b['rejected']} "
+                   f"| {b['friction_solves']} |")
     return "\n".join(out)
 
 
 def cost_table(rows):
-    out = ["| scene | ε | wall Lagged [s] | wall Coulomb [s] | Δ wall | accepted + rejected (Lagged → Coulomb) "
-           "| solves | friction re-solves | Newton iterations |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        a, b = r["lagged"], r["coulomb"]
-        out.append(f"| {r['scene']} | {r['eps']:.0e} | {a['wall']:.4f} | {b['wall']:.4f} | "
-                   f"{fmt_pct(b['wall'] / a['wall'] - 1)} | {a['accepted']} + {a['rejected']} → "
-                   f"{b['accepted']} + {b['rejected']} | {a['solves']} → {b['solves']} | {b['friction_solves']} | "
-                   f"{a['newton']} → {b['newton']} |")
+    """One row per scene, one column group per ε: wall Lagged → Coulomb (change) and solves Lagged → Coulomb."""
+    eps_list = list(dict.fromkeys(r["eps"] for r in rows))
+    by = {(r["scene"], r["eps"]): r for r in rows}
+    head = "| scene | " + " | ".join(f"wall [s] at {e:.0e}, Lagged → Coulomb | solves (re-solves) at {e:.0e}"
+                                     for e in eps_list) + " |"
+    out = [head, "|---|" + "---|---|" * len(eps_list)]
+    for scene in dict.fromkeys(r["scene"] for r in rows):
+        cells = []
+        for e in eps_list:
+            r = by.get((scene, e))
+            if r is None:
+                cells += ["–", "–"]
+                continue
+            a, b = r["lagged"], r["coulomb"]
+            cells += [f"{a['wall']:.4f} → {b['wall']:.4f} ({fmt_pct(b['wall'] / a['wall'] - 1)})",
+                      f"{a['solves']} → {b['solves']} ({b['friction_solves']})"]
+        out.append(f"| {scene} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -179,40 +196,22 @@ def main(argv=None):
     print(cost_table(cost))
     if args.no_write:
         return
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     quick = " --quick" if args.quick else ""
-    body = f"""_Generated by `benchmarks/impact_friction.py`; do not edit by hand (rerun the command)._
-
-- Command: `NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/impact_friction.py{quick}`
-- Date: {now}; total runtime {time.perf_counter() - t_start:.0f} s (1-minute load average {load0:.2f} at start, \
-{os.getloadavg()[0]:.2f} at end)
-- Machine: {machine_line()}
-- {versions('numba', ('pinocchio (pin)', 'pin'), 'numpy')}
-- Code: git {git_rev()}
-
-"Lagged": friction bound μ δt f_n(x^n) (ICF eq. 18, what fixed steps use); "Coulomb": bounds from each step's own
-normal impulses (`solver.solve_coulomb`, the default under error control; issue 10).
-
-### Falling sphere (ICF §XI-B, Fig. 5): analytic release → rolling {ref.T_ROLL:.5f} s, skid {1e3 * ref.SKID:.2f} ms
-
-Touchdown = end of the first step with a normal impulse; rolling = slip ≤ 2 mm/s (interpolated within the step, as
-in tests/test_impact_friction.py). Cone excess: max over accepted half steps of sliding contacts of
-(‖γ_t‖ − μ γ_n (1 + √ε)) w / ε (≤ 1: Coulomb's law holds to the requested accuracy).
-
-{sphere_table(sphere)}
-
-### Cost: Lagged vs Coulomb, interleaved, median wall of {REPEATS} runs each
-
-{cost_table(cost)}
-
-Scenes: {'; '.join(f'{n}: {note} ({t:g} s)' for n, _, t, note in COST_SCENES)}; go1 trot: {TROT_STEPS} env steps
-(1 s) of CenicQuadruped-v0 (seed 0) under the open-loop TrotGait, wall of `env.step`. Wall differences below
-~10 % are within the run-to-run noise of this shared machine.
-"""
-    text = RESULTS.read_text()
-    RESULTS.write_text(replace_marked_section(text, "impact-friction", body,
-                                              heading="## Coulomb's law at impacts (issue 10)"))
-    log(f"wrote {RESULTS}")
+    body = "\n".join([
+        *provenance("benchmarks/impact_friction.py",
+                    f"`NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/impact_friction.py{quick}`",
+                    time.perf_counter() - t_start, load0, ("numba", ("pinocchio (pin)", "pin"), "numpy")),
+        "\"Lagged\": friction bound μ δt f_n(x^n) (ICF eq. 18, what fixed steps use); \"Coulomb\": bounds from each "
+        "step's own normal impulses (`solver.solve_coulomb`, the default under error control). Falling sphere of ICF "
+        f"Fig. 5: analytic release → rolling {ref.T_ROLL:.5f} s, skid after touchdown {1e3 * ref.SKID:.2f} ms; cone "
+        "excess ≤ 1: Coulomb's law holds to the requested accuracy. Cost: the two interleaved, median wall of "
+        f"{REPEATS} runs each (go1 trot: {TROT_STEPS} env steps of CenicQuadruped-v0, wall of `env.step`).",
+        "",
+        sphere_table(sphere),
+        "",
+        cost_table(cost),
+    ])
+    write_section("impact-friction", body, "## Coulomb's law at impacts")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def sections():
         if who is None:
             continue
         runtime = re.search(r"total runtime ([\d.]+) s", body)
-        date = re.search(r"- Date: (\d{4}-\d\d-\d\d)", body)
+        date = re.search(r"(\d{4}-\d\d-\d\d) \d\d:\d\d UTC", body)
         out.setdefault(who.group(1), []).append((m.group(1), float(runtime.group(1)) if runtime else None,
                                                 date.group(1) if date else "?"))
     return out

@@ -9,6 +9,7 @@ its last checkpoint (``--resume``), a finished one is kept. Final evaluation: he
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_common import REPO
+from bench_common import REPO, git_rev
 
 FINAL_SEED = 10_000  # first seed of the held-out evaluation episodes
 
@@ -193,6 +194,17 @@ def plot_curves(lines, path, title, return_label, legend_columns=3):
 def seed_lines(label, runs, style="-", with_returns=True):
     """:func:`plot_curves` lines of a recipe's seeds."""
     return [(f"{label} seed {r['seed']}", r["curve"], style, with_returns) for r in runs]
+
+
+def stamp():
+    """{date, git} of a run, kept in the benchmark's JSON: ``--plot-only`` rebuilds the section later."""
+    return dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), git=git_rev())
+
+
+def stamp_note(record, plot_only):
+    """The provenance note of a section rebuilt from saved runs (``--plot-only``): when and at which commit the runs
+    were made ("" for a fresh run, or a record without its stamp)."""
+    return f"; runs of {record['date']}, git {record['git']}" if plot_only and "date" in record else ""
 
 
 def arg_parser(doc):

@@ -1,17 +1,27 @@
 """The Franka pick-and-place recipe, three seeds: learning curves, held-out success, and the shipped policy.
 
-    python benchmarks/learning_franka.py [--seeds 0 1 2] [--parallel 2] [--episodes 50] [--plot-only]
+    python benchmarks/learning_franka.py [--seeds 0 1 2] [--parallel 2] [--episodes 50] [--plot-only] [--note TEXT]
 
 Each seed runs exactly what a user runs, ``cenic-gym train CenicFranka-v0 --seed S`` (the env's default recipe:
 ``CONFIGS["CenicFranka-v0"]["dagger"]``), in its own process, ``--parallel`` of them at a time (one thread each),
 into ``runs/learning_franka/seedS``; an interrupted seed continues from its last checkpoint (``--resume``), a
 finished one is kept. Then each final ``model.zip`` plays ``--episodes`` held-out episodes of the UNMODIFIED task
 (seeds 10 000, 10 001, …: default starts, success test and accuracy 1e-3, the network alone acting; what
-``cenic-gym eval`` does). Writes ``benchmarks/learning_franka.{json,png}`` (success and return against env steps
-and wall time; FetchPickAndPlace-v4's runs from ``benchmarks/fetch_pick_place.py`` beside them when that JSON key
-exists), the RESULTS.md section ``franka-learning``, and ships the best seed's model to
-``training/policies/CenicFranka-v0/`` (``model.zip``, its normalizer, ``run.json``, the ONNX export and the
-generated part of its README).
+``cenic-gym eval`` does). The recipe: DAgger from the feedback teacher ``CartesianExpert``, which reads the
+simulator's state, while the network sees only the observation; the one training aid is the task's observation
+noise on the training env (the network learns from noisy observations, the teacher reads the true state;
+evaluation without noise).
+
+FetchPickAndPlace-v4's runs (``benchmarks/fetch_pick_place.py``, in its own venv: the same DAgger code,
+hyperparameters and env-step budget on Gymnasium-Robotics' MuJoCo task, 50-step episodes, success = the cube within
+5 cm of the goal, in the air for half of the episodes, still held allowed) are shown beside them when
+``benchmarks/learning_franka.json`` holds them.
+
+Writes ``benchmarks/learning_franka.{json,png}``, the RESULTS.md section ``franka-learning``, and ships the best
+seed's model to ``training/policies/CenicFranka-v0/`` (``model.zip``, its normalizer, ``run.json``, the ONNX export
+and the generated part of its README). About 15 min on 2 cores (three seeds, two at a time); ``--plot-only``
+rebuilds the plots and the section from the JSON in seconds. Wall times are reported, so run it on an otherwise
+idle machine (or say what else ran with ``--note``).
 """
 from __future__ import annotations
 
@@ -22,15 +32,15 @@ import sys
 import time
 
 
-from bench_common import REPO, provenance, replace_marked_section
+from bench_common import provenance, write_section
 from learning_common import (FINAL_SEED, Benchmark, arg_parser, best_seed, evaluate_seeds, median_success,
-                             plot_curves, scripted_eval, seed_lines, ship, steps_to, table, train_seeds)
+                             plot_curves, scripted_eval, seed_lines, ship, stamp, stamp_note, steps_to, table,
+                             train_seeds)
 
 ENV_ID = "CenicFranka-v0"
 FETCH_ID = "FetchPickAndPlace-v4"
 BENCH = Benchmark(ENV_ID, "learning_franka")
 OUT, POLICY = BENCH.out, BENCH.policy
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
 
 
 def plot(data, path):
@@ -41,55 +51,45 @@ def plot(data, path):
                 "the network alone", f"{ENV_ID} evaluation return (200 steps)")
 
 
-def section(data, command, runtime, load0):
+def section(data, plot_only=False):
     from cenic_gym.train import get_config
 
     cfg = get_config(ENV_ID, "dagger")
     ours = data[ENV_ID]
-    lines = provenance("benchmarks/learning_franka.py", command, runtime, load0,
-                       ("stable-baselines3", "torch", "gymnasium", "numba"))
+    d = cfg["dagger"]
+    lines = provenance("benchmarks/learning_franka.py", ours["command"], ours["runtime_s"], ours["load0"],
+                       ("stable-baselines3", "torch", "gymnasium", "numba"), note=stamp_note(ours, plot_only))
+    t = ours["teacher"]
     lines += [
-        f"Recipe: `cenic-gym train {ENV_ID} --seed S` (its default algo, `dagger`; `cenic_gym/train/configs.py` "
-        "`PICK_PLACE_DAGGER`): DAgger (`cenic_gym/train/dagger.py`) from the feedback teacher "
-        "`cenic_gym.envs.franka_box.CartesianExpert`, which reads the simulator's state; the network "
-        f"(SB3 SAC actor, {cfg['sb3']['policy_kwargs']['net_arch']}) sees only the observation. Action mode "
-        f"`{cfg['env_kwargs']}`; training and evaluation on the task's own starts, 200-step episodes and ε = 1e-3; "
-        f"the one training aid: `{cfg['train_env_kwargs']}` on the training env (the network learns from noisy "
-        "observations, the teacher reads the true state; evaluation without noise). "
-        f"DAgger: {cfg['dagger']['episodes_per_round']} episodes per round, β = "
-        f"{cfg['dagger']['beta0']}·{cfg['dagger']['beta_decay']}^round, {cfg['dagger']['gradient_steps']} Adam "
-        f"steps of {cfg['dagger']['batch_size']} per round, {cfg['steps']} env steps per seed.",
-        f"Seeds ran {ours['parallel']} at a time on the 2-core machine (one thread each); besides them: "
-        f"{ours.get('note', 'nothing')}. "
+        f"Recipe: `cenic-gym train {ENV_ID} --seed S` (`dagger`, `PICK_PLACE_DAGGER` in `cenic_gym/train/configs.py`): "
+        "DAgger from the feedback teacher `CartesianExpert` (reads the simulator's state); the network (SB3 SAC "
+        f"actor, {cfg['sb3']['policy_kwargs']['net_arch']}) sees only the observation; action mode "
+        f"`{cfg['env_kwargs']}`; training aid `{cfg['train_env_kwargs']}`; {d['episodes_per_round']} episodes per "
+        f"round, β = {d['beta0']}·{d['beta_decay']}^round, {d['gradient_steps']} Adam steps of {d['batch_size']} per "
+        f"round, {cfg['steps']} env steps per seed; seeds ran {ours['parallel']} at a time, one thread each (besides "
+        f"them: {ours.get('note', 'nothing')}).",
         f"Final success: {ours['runs'][0]['final']['episodes']} held-out episodes (seeds {FINAL_SEED}…) of the "
-        "unmodified `CenicFranka-v0` (`cenic-gym eval runs/learning_franka/seedS/model.zip --episodes 50 --seed "
-        f"{FINAL_SEED}`); success = `info[\"is_success\"]` at the episode's end (box within 2.5 cm of the target, "
-        "upright, released, at rest).", ""]
+        f"unmodified task (`cenic-gym eval runs/learning_franka/seedS/model.zip --episodes 50 --seed {FINAL_SEED}`); "
+        "success = `info[\"is_success\"]` at the episode's end (box within 2.5 cm of the target, upright, released, "
+        f"at rest). The teacher on the same episodes: success {t['success_rate']:.2f}, mean return "
+        f"{t['mean_return']:.1f}.", ""]
     rows, med = table(ours["runs"], ENV_ID)
-    lines += rows
+    summary = (f"Env steps to the first evaluation at ≥ 0.8 success (median of the seeds): {steps_to(ours['runs'])} "
+               f"on `{ENV_ID}`")
+    final = f"Median final success over the seeds: **{med:.2f}** on `{ENV_ID}`"
     if FETCH_ID in data:
         fetch = data[FETCH_ID]
         frows, fmed = table(fetch["runs"], FETCH_ID)
-        lines += ["", f"Side by side, the same DAgger code and hyperparameters and the same env-step budget on "
-                  f"Gymnasium-Robotics' `{FETCH_ID}` (MuJoCo {fetch['mujoco']}, gymnasium-robotics "
-                  f"{fetch['gymnasium_robotics']}, its own 50-step episodes; teacher `FetchTeacher` in "
-                  f"`benchmarks/fetch_pick_place.py`; `{fetch['command']}`, in a separate venv; it shared the "
-                  f"machine with {fetch.get('beside', 'other work')}, so its wall times are not comparable to "
-                  "the Franka runs'):", ""] + frows
-    t = ours["teacher"]
-    lines += ["", f"The teacher itself (`CartesianExpert`, reading the simulator's state) on the same "
-              f"{t['episodes']} episodes: success {t['success_rate']:.2f}, mean return {t['mean_return']:.1f}."]
-    if FETCH_ID in data:
-        lines += ["", "Env steps to the first evaluation at ≥ 0.8 success (median of the seeds): "
-                  f"{steps_to(ours['runs'])} on "
-                  f"`{ENV_ID}` (200-step episodes: box yawed up to ±0.6 rad, placed upright in a 2.5 cm disc, let go "
-                  f"and at rest), {steps_to(data[FETCH_ID]['runs'])} on `{FETCH_ID}` (50-step episodes: a cube "
-                  "within 5 cm of the goal, in the air for half of them, still held allowed)."]
-    lines += ["", f"Median final success over the seeds: **{med:.2f}** on `{ENV_ID}`"
-              + (f", {fmed:.2f} on `{FETCH_ID}`." if FETCH_ID in data else "."),
-              "", "![learning curves](learning_franka.png)", "",
-              f"Shipped: the best seed's model in `training/policies/{ENV_ID}/` (its README, ONNX export and "
-              "sim-to-real report)."]
+        rows += frows[2:]
+        when = f", {fetch['date']}, git {fetch['git']}" if "date" in fetch else ""
+        rows += ["", f"`{FETCH_ID}` (Gymnasium-Robotics {fetch['gymnasium_robotics']}, MuJoCo {fetch['mujoco']}; the "
+                 "same DAgger code, hyperparameters and env-step budget, its own 50-step episodes and success test, "
+                 f"teacher `FetchTeacher`): `{fetch['command']}` (a separate venv{when}; beside it: "
+                 f"{fetch.get('beside', 'other work')}, so its wall times are not comparable to the Franka runs')."]
+        summary += f", {steps_to(fetch['runs'])} on `{FETCH_ID}`"
+        final += f", {fmed:.2f} on `{FETCH_ID}`"
+    lines += rows + ["", f"{summary}. {final}. Shipped: the best seed's model in `training/policies/{ENV_ID}/` (its "
+                     "README, ONNX export and sim-to-real report).", "", "![learning curves](learning_franka.png)"]
     return "\n".join(lines)
 
 
@@ -173,7 +173,7 @@ def main():
         train_seeds(BENCH, a.seeds, a.parallel)
         runs = evaluate_seeds(BENCH, a.seeds, a.episodes)
         data[ENV_ID] = dict(runs=runs, parallel=a.parallel, command=command, runtime_s=time.perf_counter() - t0,
-                            load0=load0, note=a.note)
+                            load0=load0, note=a.note, **stamp())
         js.write_text(json.dumps(data, indent=1))
         for path, err in ship(BENCH, runs, best_seed(runs)).items():
             print(f"exported {path}: reproduces the model's actions to {err:.1e}")
@@ -191,10 +191,9 @@ def main():
     shipped = json.loads((POLICY / "training.json").read_text())
     plot({ENV_ID: dict(runs=[shipped])}, POLICY / "curve.png")
     write_policy_readme(shipped, json.loads((POLICY / "run.json").read_text()), data)
-    RESULTS.write_text(replace_marked_section(
-        RESULTS.read_text(), "franka-learning", section(data, ours["command"], ours["runtime_s"], ours["load0"]),
-        heading=f"## Learning: the Franka pick-and-place ({ENV_ID}), three seeds, and FetchPickAndPlace side by side"))
-    print(f"wrote {OUT.with_suffix('.png')}, {js} and the RESULTS.md section franka-learning")
+    write_section("franka-learning", section(data, a.plot_only),
+                  f"## Learning: the Franka pick-and-place ({ENV_ID}), three seeds, and FetchPickAndPlace side by side")
+    print(f"wrote {OUT.with_suffix('.png')} and {js}")
 
 
 if __name__ == "__main__":

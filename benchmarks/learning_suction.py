@@ -14,7 +14,10 @@ normalizer, ``run.json``, ONNX export, ``training.json``, ``curve.png``, generat
 accuracy sweep (``cenic_gym.sim2real.accuracy``: ε = 1e-1 … 1e-5 and fixed steps of 50, 10 and 2 ms, seeds
 0 … sweep-episodes−1), once with the env's implicit suction and once with ``explicit_suction=True`` (the force
 evaluated at each step's start, as most simulators do: CENIC Fig. 13b). Writes ``benchmarks/learning_suction.
-{json,png}``, ``benchmarks/learning_suction_accuracy.png`` and the RESULTS.md section ``suction-learning``.
+{json,png}``, ``benchmarks/learning_suction_accuracy.png`` and the RESULTS.md section ``suction-learning``. About
+15 min on 2 cores (three seeds two at a time, then the sweeps); ``--plot-only`` rebuilds the plots and the section
+from the JSON in seconds, ``--sweep-only`` reruns the sweeps only (a few minutes). Wall times are reported, so run it
+on an otherwise idle machine (or say what else ran with ``--note``).
 """
 from __future__ import annotations
 
@@ -24,14 +27,14 @@ import shlex
 import sys
 import time
 
-from bench_common import REPO, provenance, replace_marked_section
+from bench_common import provenance, write_section
 from learning_common import (FINAL_SEED, Benchmark, arg_parser, best_seed, evaluate_seeds, median_success,
-                             plot_curves, scripted_eval, seed_lines, ship, steps_to, table, train_seeds)
+                             plot_curves, scripted_eval, seed_lines, ship, stamp, stamp_note, steps_to, table,
+                             train_seeds)
 
 ENV_ID = "CenicSuction-v0"
 BENCH = Benchmark(ENV_ID, "learning_suction")
 OUT, POLICY = BENCH.out, BENCH.policy
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
 SWEEPS = {"implicit": {}, "explicit": {"explicit_suction": True}}  # the suction inside the convex step, or not
 
 
@@ -63,29 +66,27 @@ def accuracy_sweeps(episodes):
 def sweep_summary(sweeps):
     """What the two sweeps' numbers say, in sentences derived from them."""
     imp, exp = sweeps["implicit"]["rows"], sweeps["explicit"]["rows"]
-    ref = min((k for k in imp if k.startswith("ε")), key=lambda k: float(k.split("=")[1]))
     errs = [k for k in imp if k.startswith("ε")]
+    ref = min(errs, key=lambda k: float(k.split("=")[1]))
     fixed = [k for k in imp if k.startswith("fixed")]
-    mm = lambda rows, keys: max(1e3 * rows[k]["penetration"] for k in keys)  # noqa: E731
+    pen = lambda rows, k: f"{1e3 * rows[k]['penetration']:.2f}"  # noqa: E731
 
     def span(keys):
         lo, hi = min(imp[k]["success"] for k in keys), max(imp[k]["success"] for k in keys)
         return f"{lo:.2f}" if lo == hi else f"{lo:.2f}–{hi:.2f}"
 
-    worst = max(fixed, key=lambda k: imp[k]["penetration"])
-    pen = lambda k: f"{1e3 * imp[k]['penetration']:.2f} mm"  # noqa: E731
-    lines = [f"With error control the policy succeeds in {span(errs)} of the episodes at every ε, the deepest contact "
-             "per ε (" + ", ".join(f"{k.split('= ')[1]}: {pen(k)}" for k in errs) + "); at fixed steps in "
-             f"{span(fixed)}, with contacts up to {mm(imp, fixed):.2f} mm deep ({worst}). Its success at loose ε is "
-             f"not above the reference's ({ref}: {imp[ref]['success']:.2f}): it does not rely on numerical artefacts."]
-    same = all(abs(imp[k]["success"] - exp[k]["success"]) < 1e-9 for k in imp)
-    lines.append("The explicit suction changes " + ("no success rate" if same else "the success rates") + ": "
-                 + "; ".join(f"{k} {imp[k]['success']:.2f} → {exp[k]['success']:.2f} "
-                             f"({1e3 * imp[k]['penetration']:.2f} → {1e3 * exp[k]['penetration']:.2f} mm)"
-                             for k in fixed) + " (implicit → explicit, success and deepest contact)"
-                 + (": in these episodes the fixed-step failures come from the contacts at fixed steps, which the "
-                    "explicit suction neither causes nor cures." if same else "."))
-    return " ".join(lines)
+    above = [k for k in errs if imp[k]["success"] > imp[ref]["success"] + 1e-9]
+    changed = [k for k in imp if abs(imp[k]["success"] - exp[k]["success"]) > 1e-9]
+    return (f"Implicit suction: success {span(errs)} over the ε settings, {span(fixed)} at fixed steps. "
+            + (f"Loose ε beats the reference ({ref}: {imp[ref]['success']:.2f}) at {', '.join(above)}: check for "
+               "numerical artefacts." if above else
+               f"No loose ε beats the reference ({ref}: {imp[ref]['success']:.2f}).")
+            + " With `explicit_suction=True` (the force evaluated at each step's start and held over it, as most "
+            "simulators do: CENIC Fig. 13b) on the same episodes: success "
+            + ("unchanged at every setting" if not changed else
+               ", ".join(f"{k} {imp[k]['success']:.2f} → {exp[k]['success']:.2f}" for k in changed))
+            + "; deepest contact at fixed steps " + ", ".join(f"{k} {pen(imp, k)} → {pen(exp, k)} mm" for k in fixed)
+            + " (implicit → explicit).")
 
 
 def aids(cfg):
@@ -93,45 +94,38 @@ def aids(cfg):
     return f"`{cfg['train_env_kwargs']}` on the training env" if cfg["train_env_kwargs"] else "none"
 
 
-def section(data):
+def section(data, plot_only=False):
     from cenic_gym.train import get_config
 
     cfg = get_config(ENV_ID, "dagger")
     ours = data[ENV_ID]
     lines = provenance("benchmarks/learning_suction.py", ours["command"], ours["runtime_s"], ours["load0"],
-                       ("stable-baselines3", "torch", "gymnasium", "numba"))
+                       ("stable-baselines3", "torch", "gymnasium", "numba"), note=stamp_note(ours, plot_only))
     d = cfg["dagger"]
-    lines += [
-        f"Recipe: `cenic-gym train {ENV_ID} --seed S` (its default algo, `dagger`; `cenic_gym/train/configs.py` "
-        "`SUCTION_DAGGER`): DAgger (`cenic_gym/train/dagger.py`) from the feedback teacher "
-        "`cenic_gym.envs.suction_pick.SuctionExpert`, which reads the simulator's state; the network "
-        f"(SB3 SAC actor, {cfg['sb3']['policy_kwargs']['net_arch']}) sees only the task's 48 observations. The task's "
-        "own action space, starts, 200-step episodes and ε = 1e-3 for training and evaluation; training aids: "
-        f"{aids(cfg)}. DAgger: {d['episodes_per_round']} episodes per round, β = {d['beta0']}·{d['beta_decay']}^round, "
-        f"{d['gradient_steps']} Adam steps of {d['batch_size']} per round, {cfg['steps']} env steps per seed.",
-        f"Seeds ran {ours['parallel']} at a time on the 2-core machine (one thread each); besides them: "
-        f"{ours.get('note', 'nothing')}. Final success: {ours['runs'][0]['final']['episodes']} held-out episodes "
-        f"(seeds {FINAL_SEED}…) of the unmodified `{ENV_ID}` (`cenic-gym eval runs/learning_suction/seedS/model.zip "
-        f"--episodes 50 --seed {FINAL_SEED}`); success = `info[\"is_success\"]` at the episode's end (the target in "
-        "the tote, on its floor, released, at rest, the other boxes on the table).", ""]
-    rows, med = table(ours["runs"], ENV_ID)
-    lines += rows
     t, p = ours["teacher"], ours["picker"]
-    lines += ["", f"On the same {t['episodes']} episodes: the teacher (`SuctionExpert`, reading the simulator's "
-              f"state) {t['success_rate']:.2f}, the open-loop `ScriptedPicker` (minimum-jerk waypoints planned at the "
-              f"start) {p['success_rate']:.2f}. Env steps to the first evaluation at ≥ 0.8 success (median of the "
-              f"seeds): {steps_to(ours['runs'])}.",
-              "", f"Median final success over the seeds: **{med:.2f}**.", "",
-              "![learning curves](learning_suction.png)", ""]
+    lines += [
+        f"Recipe: `cenic-gym train {ENV_ID} --seed S` (`dagger`, `SUCTION_DAGGER` in `cenic_gym/train/configs.py`): "
+        "DAgger from the feedback teacher `SuctionExpert` (reads the simulator's state); the network (SB3 SAC actor, "
+        f"{cfg['sb3']['policy_kwargs']['net_arch']}) sees only the task's observation; the task's own actions, starts, "
+        f"200-step episodes and ε = 1e-3; training aids: {aids(cfg)}; {d['episodes_per_round']} episodes per round, "
+        f"β = {d['beta0']}·{d['beta_decay']}^round, {d['gradient_steps']} Adam steps of {d['batch_size']} per round, "
+        f"{cfg['steps']} env steps per seed; seeds ran {ours['parallel']} at a time, one thread each (besides them: "
+        f"{ours.get('note', 'nothing')}).",
+        f"Final success: {ours['runs'][0]['final']['episodes']} held-out episodes (seeds {FINAL_SEED}…) of the "
+        f"unmodified task (`cenic-gym eval runs/learning_suction/seedS/model.zip --episodes 50 --seed {FINAL_SEED}`); "
+        "success = `info[\"is_success\"]` at the episode's end (the target in the tote, on its floor, released, at "
+        f"rest, the other boxes on the table). On the same episodes: the teacher {t['success_rate']:.2f}, the "
+        f"open-loop `ScriptedPicker` {p['success_rate']:.2f}.", ""]
+    rows, med = table(ours["runs"], ENV_ID)
+    lines += rows + ["", f"Env steps to the first evaluation at ≥ 0.8 success (median of the seeds): "
+                     f"{steps_to(ours['runs'])}. Median final success over the seeds: **{med:.2f}**.", "",
+                     "![learning curves](learning_suction.png)"]
     if "sweeps" in ours:
         n = ours["sweep_episodes"]
-        lines += [f"### The shipped policy's accuracy sweep (seeds 0–{n - 1})", "",
-                  f"`training/policies/{ENV_ID}/model.zip` with the env's implicit suction (the force linearized "
-                  "inside each convex step):", "", ours["sweeps"]["implicit"]["table"], "",
-                  "The same policy and episodes with `explicit_suction=True` (the suction force evaluated at each "
-                  "step's start and held over it, as most simulators do: CENIC Fig. 13b):", "",
-                  ours["sweeps"]["explicit"]["table"], "",
-                  sweep_summary(ours["sweeps"]), "", "![accuracy sweep](learning_suction_accuracy.png)"]
+        lines += ["", f"**The shipped policy's accuracy sweep** (`training/policies/{ENV_ID}/model.zip`, seeds "
+                  f"0–{n - 1}, the env's implicit suction: the force linearized inside each convex step):", "",
+                  ours["sweeps"]["implicit"]["table"], "", sweep_summary(ours["sweeps"]), "",
+                  "![accuracy sweep](learning_suction_accuracy.png)"]
     return "\n".join(lines)
 
 
@@ -208,7 +202,7 @@ def main():
 
         train_seeds(BENCH, a.seeds, a.parallel)
         runs = evaluate_seeds(BENCH, a.seeds, a.episodes)
-        ours = dict(runs=runs, parallel=a.parallel, note=a.note,
+        ours = dict(runs=runs, parallel=a.parallel, note=a.note, **stamp(),
                     command="`" + shlex.join(["python", "benchmarks/learning_suction.py", *sys.argv[1:]]) + "`",
                     teacher=scripted_eval(ENV_ID, SuctionExpert, a.episodes),
                     picker=scripted_eval(ENV_ID, ScriptedPicker, a.episodes))
@@ -225,10 +219,9 @@ def main():
     shipped = json.loads((POLICY / "training.json").read_text())
     plot([shipped], POLICY / "curve.png", title)
     write_policy_readme(shipped, json.loads((POLICY / "run.json").read_text()), data)
-    RESULTS.write_text(replace_marked_section(
-        RESULTS.read_text(), "suction-learning", section(data),
-        heading=f"## Learning: the suction pick-and-place ({ENV_ID}), three seeds, and the policy's accuracy sweep"))
-    print(f"wrote {OUT.with_suffix('.png')}, {js} and the RESULTS.md section suction-learning")
+    write_section("suction-learning", section(data, a.plot_only or a.sweep_only),
+                  f"## Learning: the suction pick-and-place ({ENV_ID}), three seeds, and the policy's accuracy sweep")
+    print(f"wrote {OUT.with_suffix('.png')} and {js}")
 
 
 if __name__ == "__main__":

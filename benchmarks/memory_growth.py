@@ -1,11 +1,15 @@
-"""Native memory growth per env step, layer by layer (issue: ~190 B/step RSS growth of CenicFranka-v0).
+"""Native memory growth per env step of CenicFranka-v0, layer by layer: resident set size growth per call.
 
 Each layer is run for a warm-up, then N more times; the script prints the resident set size (RSS, from
 /proc/self/statm) growth per call, both raw and after ``malloc_trim(0)`` (glibc returns free heap pages to the
 OS, so what remains after a trim is memory still allocated, i.e. a leak or live objects, not just fragmentation).
 
-    export PYTHONPATH=$PWD NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1
-    python benchmarks/memory_growth.py --layers env sim prepare pinocchio coal reset --steps 20000
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/memory_growth.py [--layers env sim ...] [--steps 20000]
+        [--warmup 2000] [--json FILE] [--no-write]
+
+With the default layers and steps (~1 min) it writes the ``memory-growth`` section of ``benchmarks/RESULTS.md``
+(``bench_common.write_section``); with other ``--layers`` / ``--steps`` / ``--warmup``, or ``--no-write``, it only
+prints. Not a timing benchmark: RSS does not depend on the machine's load.
 
 Layers (all on one ``CenicFranka-v0`` with ``fixed_step=0.05`` unless said):
   env        env.step(random action), reset when the episode ends (as a training worker does)
@@ -27,10 +31,30 @@ import ctypes
 import json
 import os
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, also when imported from elsewhere
+from bench_common import provenance, write_section  # noqa: E402
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
+LAYERS = {  # name: what one call runs (the table's second column)
+    "env": "env.step(random action), reset at episode end",
+    "act": "action mapping + sim.advance_to",
+    "apply": "action mapping only",
+    "sim": "sim.advance_to(t + control period), constant targets",
+    "prepare": "per-state work: kinematics, crba, nle, contact query",
+    "solve": "one ICF solve with the controllers' linearization",
+    "linearize": "the controllers' linearization only",
+    "task": "observation, reward terms, success test",
+    "pinocchio": "computeJointJacobians + crba + nonLinearEffects",
+    "coal": "narrowphase.coal_contacts, convex box on box",
+    "reset": "env.reset()",
+}
+DEFAULT_LAYERS = ["env", "sim", "prepare", "pinocchio", "coal", "reset"]
+DEFAULT_STEPS, DEFAULT_WARMUP = 20000, 2000
 _LIBC = ctypes.CDLL("libc.so.6")
 
 
@@ -61,7 +85,9 @@ def measure(step, warmup, steps):
 
 def make_env(seed=0):
     import gymnasium as gym
-    import cenic_gym  # noqa: F401  (registers the envs)
+    import cenic_gym
+
+    gym.register_envs(cenic_gym)  # importing cenic_gym registers the envs
     env = gym.make("CenicFranka-v0", fixed_step=0.05)
     env.reset(seed=seed)
     env.action_space.seed(seed)
@@ -115,10 +141,10 @@ def layer(name):
     if name == "task":
         a = np.zeros(env.action_space.shape)
 
-        def step():
+        def step():  # what a step does after advance_to, at one state
+            u.view = u.View(u)
             u._observe()
-            u._reward_terms(a, a)
-            u.evaluate()
+            u._reward_terms(a, a, u.evaluate())
         return step
     if name == "pinocchio":
         import pinocchio as pin
@@ -149,19 +175,41 @@ def layer(name):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--layers", nargs="+", default=["env", "sim", "prepare", "pinocchio", "coal", "reset"])
-    p.add_argument("--steps", type=int, default=20000)
-    p.add_argument("--warmup", type=int, default=2000)
+    p.add_argument("--layers", nargs="+", default=DEFAULT_LAYERS, choices=list(LAYERS))
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS)
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
     p.add_argument("--json", default=None, help="append one JSON line per layer to this file")
+    p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     a = p.parse_args(argv)
+    t_start, load0 = time.perf_counter(), os.getloadavg()[0]
+    rows = []
     for name in a.layers:
         r = measure(layer(name), a.warmup, a.steps)
         r.update(layer=name, steps=a.steps, warmup=a.warmup)
+        rows.append(r)
         print(f"{name:10s} {r['bytes_per_call']:8.1f} B/call raw, {r['trimmed_bytes_per_call']:8.1f} B/call after "
               f"malloc_trim  (RSS {r['rss0_mb']:.1f} -> {r['rss1_mb']:.1f} MB over {a.steps})", flush=True)
         if a.json:
             with open(a.json, "a") as f:
                 f.write(json.dumps(r) + "\n")
+    default = (a.layers, a.steps, a.warmup) == (DEFAULT_LAYERS, DEFAULT_STEPS, DEFAULT_WARMUP)
+    if a.no_write or not default:
+        return 0
+    body = "\n".join([
+        *provenance("benchmarks/memory_growth.py",
+                    "`NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/memory_growth.py`",
+                    time.perf_counter() - t_start, load0, ("numba", ("pinocchio (pin)", "pin"), "coal", "numpy")),
+        f"`CenicFranka-v0` (`fixed_step=0.05`): each layer {a.warmup} calls of warm-up, then {a.steps} calls; "
+        "growth of the resident set size (/proc/self/statm) per call, raw and after glibc's `malloc_trim(0)` "
+        "(what remains after a trim is still allocated: a leak or live objects, not fragmentation).",
+        "",
+        "| layer | one call | B / call | B / call after malloc_trim | RSS before → after [MB] |",
+        "|---|---|---|---|---|",
+        *[f"| {r['layer']} | {LAYERS[r['layer']]} | {r['bytes_per_call']:.1f} | {r['trimmed_bytes_per_call']:.1f} "
+          f"| {r['rss0_mb']:.1f} → {r['rss1_mb']:.1f} |" for r in rows]])
+    print("\n" + body)
+    write_section("memory-growth", body, "## Native memory growth per env step, layer by layer")
+    return 0
 
 
 if __name__ == "__main__":

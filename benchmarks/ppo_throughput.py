@@ -14,6 +14,10 @@ iteration ``max over actors of actor CPU + driver CPU in the rollout`` (the driv
 run while the actors wait, the actors run in parallel, one core each) ``+ driver CPU in the update`` (actors
 idle), and ``Ray's other processes' CPU / cores`` on top. The measured wall rates are printed beside the estimate
 with the load average.
+
+No RESULTS.md section: it prints its table and writes the raw numbers to ``--out`` (default
+``benchmarks/ppo_throughput.json``). The default run (four settings, three PPO iterations each) takes about 2–3
+minutes.
 """
 from __future__ import annotations
 

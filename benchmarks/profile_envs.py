@@ -1,7 +1,7 @@
 """Where one env step goes: a profile of every registered env at ε = 1e-3, in the form of the Profile section.
 
-    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/profile_envs.py [--steps 200] [--trials 3] [--top 8]
-                                                                          [--env ID ...] [--clock cpu|wall]
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/profile_envs.py [--steps 200] [--trials 3] [--top 6]
+                                                   [--env ID ...] [--clock cpu|wall] [--out DIR] [--no-write]
 
 For every Gymnasium id starting with ``Cenic`` (``env_throughput.cenic_ids``), with the task's scripted policy where
 ``env_throughput.SCRIPTED`` has one and seeded random actions otherwise: ``gym.make(id, accuracy=1e-3)``, a reset and
@@ -17,8 +17,10 @@ agents (load average up to 5× its 2 cores), and wall time there mostly measures
 wrappers and the bookkeeping of ``Simulator.advance_to``) + the integrator (``CenicIntegrator.advance_to``) = the
 leaves + the controllers' linearization (``ExternalSystems.linearize``: Python with Pinocchio / numba inside) + the
 integrator's own Python glue (the rest: step control, ``_prepare`` / ``_full_and_half`` / ``_icf`` / ``_gain_pool``
-bookkeeping, timers). Writes ``benchmarks/profiles/envs_summary.txt`` and
-``benchmarks/profiles/env_<id>_cprofile_tottime.txt``; prints the Markdown tables for RESULTS.md.
+bookkeeping, timers). Writes the ``profile`` section of ``benchmarks/RESULTS.md`` (per env: ``env.step``, attempts,
+and the share of each part above; the top cProfile items), and into ``--out`` (default ``benchmarks/profiles/``)
+``envs_summary.txt`` (the same in µs, with calls per attempt) and ``env_<id>_cprofile_tottime.txt``;
+``--no-write`` prints only. A full run takes about 1 minute; CPU time resists load, but run it on an idle machine.
 """
 from __future__ import annotations
 
@@ -31,8 +33,11 @@ import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import io  # noqa: E402
 import pstats  # noqa: E402
+import shlex  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import gymnasium as gym  # noqa: E402
 
@@ -41,9 +46,10 @@ import cenic_gym.contact as contact_mod  # noqa: E402
 import cenic_gym.external as ext_mod  # noqa: E402
 import env_throughput as et  # noqa: E402
 import profile_scenes as ps  # noqa: E402
-from bench_common import git_rev, threads  # noqa: E402
+from bench_common import git_rev, provenance, threads, write_section  # noqa: E402
 
 EPS = 1e-3
+EPS_TEXT = f"{EPS:.0e}".replace("e-0", "e-")  # "1e-3"
 LEAVES = ps.LEAVES + [(contact_mod.ContactQuery, "sync_joint_poses", "ContactQuery.sync_joint_poses")]
 COAL = {"ContactQuery.coal_fallback", "numba cenic.state_terms (coal path)"}
 
@@ -216,36 +222,87 @@ def tables(results):
     return "\n".join(lines + top)
 
 
+# the section's compact table: (column, keys summed), shares of `env.step` with shims; a column that is empty for
+# every env is left out
+SHARES = [("env layer", ("env_layer",)), ("3 solves (`icf_full_and_half` + `icf_step_at`)", ("fh", "icf")),
+          ("`prepare_kernel`", ("prep",)), ("Pinocchio", ("pin",)), ("controllers' linearization", ("lin",)),
+          ("coal pairs", ("coal",)), ("`sync_joint_poses`", ("sync",)),
+          ("integrator glue (+ `max_abs_diff`)", ("glue", "err"))]
+
+
+def section_table(results):
+    """One row per env: ``env.step`` time, attempts, and the share of each part (SHARES) of ``env.step``."""
+    cols = [(name, keys) for name, keys in SHARES if any(sum(r[k] for k in keys) >= 0.5e-6 for r in results)]
+    lines = ["| env (policy) | `env.step` [µs] | attempts (rejected) / step | µs / attempt | "
+             + " | ".join(name for name, _ in cols) + " |", "|---|" + "---|" * (3 + len(cols))]
+    for r in results:
+        lines.append(f"| {r['env']} ({r['policy']}) | {1e6 * r['step_plain']:.0f} | {r['attempts']:.2f} "
+                     f"({r['rejected']:.2f}) | {1e6 * r['total'] / r['attempts']:.0f} | " + " | ".join(
+                         f"{100 * sum(r[k] for k in keys) / r['step']:.0f} %" for _, keys in cols) + " |")
+    return lines
+
+
+def section(results, args, clock, runtime, load0):
+    """The Markdown body of the ``profile`` section."""
+    command = f"`python benchmarks/profile_envs.py {shlex.join(sys.argv[1:])}`".replace(" `", "`")
+    top = ["| env (policy) | top self-time items under cProfile (share of the profiled time) |", "|---|---|"]
+    top += [f"| {r['env']} ({r['policy']}) | " + ", ".join(f"`{name}` {100 * share:.0f} %" for name, share in r["top"])
+            + " |" for r in results]
+    return "\n".join([
+        *provenance("benchmarks/profile_envs.py", command, runtime, load0, ("numba", ("pinocchio (pin)", "pin"))),
+        f"ε = {EPS_TEXT}; the task's scripted policy where it has one, else seeded random actions; {args.steps} env "
+        f"steps from `reset(seed=1000)`, best of {args.trials}, {args.clock} time (`{clock.__name__}`). `env.step` "
+        "without timing shims; the shares are of `env.step` with shims on every Pinocchio and numba call the "
+        "integrator makes.",
+        "Env layer: action, observation, reward, `evaluate()`, wrappers; glue: the rest of "
+        "`CenicIntegrator.advance_to`. In µs, with calls per attempt: `benchmarks/profiles/envs_summary.txt`; "
+        "cProfile: `env_<id>_cprofile_tottime.txt`.",
+        "",
+        *section_table(results),
+        "",
+        *top,
+    ])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=200, help="env steps per run (default 200)")
     ap.add_argument("--trials", type=int, default=3, help="runs with and without shims, the fastest kept (default 3)")
-    ap.add_argument("--top", type=int, default=8, help="cProfile items listed per env (default 8)")
+    ap.add_argument("--top", type=int, default=6, help="cProfile items listed per env (default 6)")
     ap.add_argument("--env", action="append", help="only these ids (repeatable; default: every Cenic* id)")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                     help="cpu: time.thread_time (this thread's CPU time: what a shared, overloaded machine does not "
                          "inflate); wall: time.perf_counter (default cpu)")
+    ap.add_argument("--out", default=str(ps.OUT), help="folder of the summary and cProfile files (default "
+                                                        "benchmarks/profiles)")
+    ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md and --out alone")
     args = ap.parse_args()
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
-    ps.OUT.mkdir(exist_ok=True)
-    t0 = time.perf_counter()
+    out = Path(args.out)
+    if not args.no_write:
+        out.mkdir(exist_ok=True)
+    t0, load0 = time.perf_counter(), os.getloadavg()[0]
     head = (f"# profile_envs.py, git {git_rev()}, {time.strftime('%Y-%m-%d %H:%M %Z')}, 1-minute load average "
-            f"{os.getloadavg()[0]:.2f} at start, {threads()}, ε = {EPS:g}, {args.steps} env steps per run, best of "
+            f"{load0:.2f} at start, {threads()}, ε = {EPS:g}, {args.steps} env steps per run, best of "
             f"{args.trials}, clock {args.clock} ({clock.__name__})")
     print(head, flush=True)
     results = []
     for env_id in args.env or et.cenic_ids():
-        out, text = profile_env(env_id, args.steps, args.trials, args.top, clock)
-        results.append(out)
-        (ps.OUT / f"env_{env_id}_cprofile_tottime.txt").write_text(
-            f"# cProfile ({clock.__name__}) of {env_id} ({out['policy']}), ε={EPS:g}, {args.steps} env steps and "
-            f"the policy's calls (leaves as named shims)\n" + text)
-        print(f"{env_id}: {1e6 * out['step_plain']:.0f} µs per env step, {out['attempts']:.2f} attempts", flush=True)
+        res, text = profile_env(env_id, args.steps, args.trials, args.top, clock)
+        results.append(res)
+        if not args.no_write:
+            (out / f"env_{env_id}_cprofile_tottime.txt").write_text(
+                f"# cProfile ({clock.__name__}) of {env_id} ({res['policy']}), ε={EPS:g}, {args.steps} env steps and "
+                f"the policy's calls (leaves as named shims)\n" + text)
+        print(f"{env_id}: {1e6 * res['step_plain']:.0f} µs per env step, {res['attempts']:.2f} attempts", flush=True)
     text = tables(results)
     tail = (f"# 1-minute load average at the end {os.getloadavg()[0]:.2f}; total {time.perf_counter() - t0:.0f} s; "
             f"a timing shim costs {1e6 * ps.shim_cost():.2f} µs of wall time per call (no-op)")
-    (ps.OUT / "envs_summary.txt").write_text("\n\n".join([head, text, tail]) + "\n")
-    print("\n" + text + "\n\n" + tail)
+    body = section(results, args, clock, time.perf_counter() - t0, load0)
+    print("\n" + text + "\n\n" + tail + "\n\n" + body)
+    if not args.no_write:
+        (out / "envs_summary.txt").write_text("\n\n".join([head, text, tail]) + "\n")
+        write_section("profile", body, "## Profile: where an env step goes")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ or trunk on the ground) in ``--steps`` env steps and its base moved forward (alo
 setting: pass rate, forward speed (mean, min), lateral speed, yaw drift, falls, deepest penetration of any
 contact, env steps/s (wall of ``env.step``), CENIC substeps and rejected attempts per env step. Settings: the
 defaults, the defaults with ``domain_randomization=True``, and a short sweep of accuracy ε and fixed steps (how
-the gait's speed depends on integration error). Writes the ``quadruped-trot`` section of ``benchmarks/RESULTS.md``.
+the gait's speed depends on integration error). Writes the ``quadruped-trot`` section of ``benchmarks/RESULTS.md``
+(``--no-write``: print only); a full run takes about 1–2 minutes. Its env steps/s column wants an idle machine.
 """
 from __future__ import annotations
 
@@ -23,17 +24,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import math  # noqa: E402
+import shlex  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
-import cenic_gym  # noqa: E402,F401  (registers the envs)
-from bench_common import git_rev, machine_line, replace_marked_section, versions, warm_up  # noqa: E402
-from cenic_gym.envs.quadruped import TrotGait  # noqa: E402
+from bench_common import provenance, warm_up, write_section  # noqa: E402
+from cenic_gym.envs.quadruped import TrotGait  # noqa: E402  (importing cenic_gym registers the envs)
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 ENV_ID = "CenicQuadruped-v0"
 MIN_SPEED = 0.1  # m/s
 BAR = 0.9  # pass rate the issue asks for
@@ -88,14 +88,13 @@ def run(label, kwargs, seeds, steps):
 
 
 def table(rows):
-    lines = ["| setting | episodes × steps | pass (≥ 0.1 m/s, no fall) | forward m/s mean (min) | \\|lateral\\| m/s | "
-             "\\|yaw drift\\| rad | falls | max penetration | env steps/s | substeps (rejected) / step |",
+    lines = ["| setting | episodes × steps | pass | forward m/s mean (min) | \\|lateral\\| m/s | \\|yaw drift\\| rad | "
+             "falls | max penetration | env steps/s | substeps (rejected) / step |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['label']} | {r['episodes']} × {r['steps']} | {r['passed']}/{r['episodes']} "
-                     f"({100 * r['rate']:.0f} %) | {r['fwd_mean']:.3f} ({r['fwd_min']:.3f}) | {r['lat']:.3f} | "
-                     f"{r['yaw']:.2f} | {r['falls']} | {r['pen'] * 1e3:.2f} mm | {r['sps']:.0f} | "
-                     f"{r['substeps']:.2f} ({r['rejected']:.2f}) |")
+        lines.append(f"| {r['label']} | {r['episodes']} × {r['steps']} | {r['passed']}/{r['episodes']} | "
+                     f"{r['fwd_mean']:.3f} ({r['fwd_min']:.3f}) | {r['lat']:.3f} | {r['yaw']:.2f} | {r['falls']} | "
+                     f"{r['pen'] * 1e3:.2f} mm | {r['sps']:.0f} | {r['substeps']:.2f} ({r['rejected']:.2f}) |")
     return lines
 
 
@@ -105,38 +104,35 @@ def main():
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--sweep-episodes", type=int, default=3)
     ap.add_argument("--sweep-steps", type=int, default=250)
+    ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     args = ap.parse_args()
+    t_start, load0 = time.perf_counter(), os.getloadavg()[0]
     warm_up()
     gym.make(ENV_ID).reset(seed=0)
     seeds = range(args.episodes)
     main_rows = [run("defaults (ε = 1e-3)", {}, seeds, args.steps),
                  run("domain_randomization=True", dict(domain_randomization=True), seeds, args.steps)]
     sweep = [run(label, kw, range(args.sweep_episodes), args.sweep_steps) for label, kw in (
-        ("ε = 1e-2", dict(accuracy=1e-2)), ("ε = 1e-3", dict(accuracy=1e-3)), ("ε = 1e-4", dict(accuracy=1e-4)),
+        ("ε = 1e-2", dict(accuracy=1e-2)), ("ε = 1e-4", dict(accuracy=1e-4)),
         ("fixed_step = 0.01 s", dict(fixed_step=0.01)), ("fixed_step = 0.005 s", dict(fixed_step=0.005)))]
     ok = main_rows[0]["rate"] >= BAR
     body = "\n".join([
-        f"Command: `python benchmarks/quadruped_trot.py` (defaults: {args.episodes} episodes × {args.steps} steps, "
-        f"sweep {args.sweep_episodes} × {args.sweep_steps}). Machine: {machine_line()}. Code: {git_rev()}. "
-        + versions("numba", "numpy", ("pinocchio (pin)", "pin"), "coal", "gymnasium") + ".",
+        *provenance("benchmarks/quadruped_trot.py",
+                    f"`python benchmarks/quadruped_trot.py {shlex.join(sys.argv[1:])}`".replace(" `", "`"),
+                    time.perf_counter() - t_start, load0,
+                    ("numba", "numpy", ("pinocchio (pin)", "pin"), "coal", "gymnasium")),
+        "Open-loop `TrotGait` (diagonal pairs at 2 Hz, thigh ± 0.3 rad, calf lift 0.3 rad, no feedback), seeds 0, 1, … "
+        "(random start yaw and base velocity). Pass: no termination and mean forward speed along the initial heading "
+        f"≥ {MIN_SPEED} m/s; bar ≥ {100 * BAR:.0f} % of the default episodes: **{'met' if ok else 'not met'}** "
+        f"({main_rows[0]['passed']}/{main_rows[0]['episodes']}).",
+        "Penetration: deepest contact of the run (`sim.stats.min_signed_distance`); env steps/s: wall of `env.step`. "
+        f"The rows below the first two are the accuracy sweep ({args.sweep_episodes} × {args.sweep_steps}).",
         "",
-        "Open-loop trot (`TrotGait`: diagonal pairs at 2 Hz, thigh ± 0.3 rad, calf lift 0.3 rad, no feedback) on "
-        "CenicQuadruped-v0, seeds 0, 1, …: random start yaw and base velocity per seed. Pass: no termination and "
-        "a mean forward speed (along the initial heading, over the whole episode) ≥ 0.1 m/s. "
-        f"Bar (issue 14): ≥ 90 % of 20 — **{'met' if ok else 'NOT met'}** "
-        f"({main_rows[0]['passed']}/{main_rows[0]['episodes']}). Penetration: deepest contact of the run "
-        "(`sim.stats.min_signed_distance`), bound 2 mm. Env steps/s: wall of `env.step` only, on a shared machine.",
-        "",
-        *table(main_rows),
-        "",
-        "Accuracy sweep (same gait, first seeds): the gait's speed is a property of the integration error — "
-        "at fixed steps of 10 ms the same targets walk backwards.",
-        "",
-        *table(sweep),
+        *table(main_rows + sweep),
     ])
-    RESULTS.write_text(replace_marked_section(RESULTS.read_text(), "quadruped-trot", body,
-                                              heading="## Quadruped: open-loop trot (traction)"))
     print(body)
+    if not args.no_write:
+        write_section("quadruped-trot", body, "## Quadruped: open-loop trot (traction)")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
 """Ray scaling of RayVectorEnv on this machine: env steps/s with 1 and 2 workers (actors, one CPU each) against
-in-process stepping, per-step Ray overhead, memory per actor and per env, and a soak of many vector steps with the
-resident memory of the driver and the actors sampled along the way.
+in-process stepping, per-step Ray overhead, memory per actor and per env, and optionally a soak of many vector steps
+with the resident memory of the driver and the actors sampled along the way.
 
-    python benchmarks/ray_scaling.py [--env CenicFranka-v0] [--envs-per-actor 4 16] [--rounds 3] [--vector-steps 60]
-                                     [--soak 100000] [--soak-env-kwargs '{"fixed_step": 0.05}'] [--out FILE.json]
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/ray_scaling.py [--env CenicFranka-v0]
+        [--envs-per-actor 16 32] [--rounds 3] [--vector-steps 60] [--soak 100000]
+        [--soak-env-kwargs '{"fixed_step": 0.05}'] [--ceiling] [--out FILE.json] [--no-write]
+
+Writes the ``ray-scaling`` section of ``benchmarks/RESULTS.md`` (``--no-write``: print only) and the raw numbers to
+``--out`` (default ``benchmarks/ray_scaling.json``, replaced by each run). The default run (16 and 32 envs per actor,
+3 rounds, no soak) takes about 3–5 minutes on 2 cores; ``--soak 100000`` adds about 7 minutes. A timing benchmark:
+run it on an idle machine (on a shared one, read the CPU columns, not the wall-clock efficiency).
 
 Scaling: ``w`` actors x ``envs_per_actor`` sub-envs, random actions (seeded), ``--vector-steps`` timed vector steps
 after one untimed; efficiency per core = env steps/s / (w x in-process env steps/s of the *same work*: the same
@@ -11,19 +17,19 @@ w x envs_per_actor sub-envs, seeds, actions and autoresets stepped one after ano
 bit-identical trajectories (tests/test_vector.py). A random-action env step's cost depends on its trajectory
 (attempts per step vary by tens of percent between seeds), so a reference made of other episodes (e.g. one env
 with seed 0) mismeasures the efficiency by as much. The in-process and the vector runs of each worker count are
-measured back to back in each of ``--rounds`` rounds (the wall-clock rate of this VM drifts by ±15 % between
+measured back to back in each of ``--rounds`` rounds (the wall-clock rate of a VM drifts by ±15 % between
 minutes); medians over the rounds are reported, for every ``--envs-per-actor`` value given.
 Overhead: mean vector-step time of a 1-actor, 1-env RayVectorEnv minus the in-process step time of the same env
-(same seed and actions),
-measured on CartPole-v1 (an env that costs ~10 us, so the difference is the round trip) and on the CENIC env.
-Memory: VmRSS (/proc) of each actor process with 1 and with ``envs_per_actor`` envs; per env = the difference /
-(envs_per_actor - 1). CPU: user + system time of the actor processes (/proc) per env step against this
-process's CPU time per in-process env step (cpu_efficiency: how much of an actor's CPU goes into env steps; on a
-shared machine the wall-clock efficiency also measures what the other processes take), and CPU per vector step of
-every process (driver, actors, raylet, gcs_server, Ray's agents and monitors: all processes this one started). Ray is
-started with ``cenic_gym.vector.init_ray`` (no dashboard, log forwarding, task events). Soak: a 1-actor, 1-env
-vector env (``--soak-env-kwargs``: a cheap configuration so that 10^5 steps fit in minutes), RSS of driver and actor every ``soak/20`` steps; growth after warm-up = last / the
-sample at 10 % of the run - 1. Prints the machine and its load average (the machine may be shared).
+(same seed and actions), measured on CartPole-v1 (an env that costs ~10 us, so the difference is the round trip)
+and on the CENIC env.
+Memory: VmRSS (/proc) of each actor process with 1 and with the largest ``envs_per_actor`` envs; per env = the
+difference / (envs_per_actor - 1). CPU: user + system time of the actor processes (/proc) per env step against this
+process's CPU time per in-process env step (how much of an actor's CPU goes into env steps; on a shared machine the
+wall-clock efficiency also measures what the other processes take), and CPU per vector step of every process
+(driver, actors, raylet, gcs_server, Ray's agents and monitors: all processes this one started). Ray is started with
+``cenic_gym.vector.init_ray`` (no dashboard, log forwarding, task events). Soak (``--soak N``): a 1-actor, 1-env
+vector env (``--soak-env-kwargs``: a cheap configuration so that 10^5 steps fit in minutes), RSS of driver and actor
+every ``N/20`` steps; growth after warm-up = last / the sample at 10 % of the run - 1.
 Ceiling (``--ceiling``): the machine's own two-core scaling, without Ray: the same in-process work
 (:func:`in_process_same`, ``k`` sub-envs, seed r) in one plain OS process alone, then in two plain processes at
 once (both the same work, loops started together at a set time after their setup); efficiency = the sum of their
@@ -33,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import importlib
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -41,8 +49,9 @@ import time
 
 import gymnasium as gym
 
-import cenic_gym  # noqa: F401  (registers the ids)
-from bench_common import REPO, git_rev, machine_line, versions
+from bench_common import REPO, provenance, write_section
+
+importlib.import_module("cenic_gym")  # registers the ids
 
 
 def rss_mb(pid):
@@ -231,7 +240,8 @@ def child_rate(env_id, env_kwargs, k, vector_steps, seed, start_at):
 
 def ceiling_run(env_id, env_kwargs, k, vector_steps, rounds, lead=8.0):
     """``rounds`` rounds of: the work of ``k`` sub-envs in one plain process alone, then in two plain processes at
-    once (both seed r: the same work as alone); per round the efficiency per core = (sum of the two rates) / (2 x alone rate)."""
+    once (both seed r: the same work as alone); per round the efficiency per core = (sum of the two rates) /
+    (2 x alone rate)."""
     out = []
     for r in range(rounds):
         alone = float(child_rate(env_id, env_kwargs, k, vector_steps, r, time.time() + lead).communicate()[0])
@@ -262,6 +272,74 @@ def child_main(arg):
     print(in_process_same(c["env"], c["env_kwargs"], c["k"], actions, seed=c["seed"])[0])
 
 
+def med(xs):
+    return statistics.median(xs)
+
+
+def kwargs_text(kwargs):
+    return ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+
+
+def section(result, header):
+    """The Markdown body of the ``ray-scaling`` section from a run's ``result`` (what ``--out`` holds) under the
+    provenance lines ``header``."""
+    lines = [*header]
+    sc = result.get("scaling", {})
+    if sc:
+        first = next(iter(sc.values()))
+        lines += [f"`{first['env']}` (`{kwargs_text(first['env_kwargs'])}`), seeded random actions, "
+                  f"{first['vector_steps']} timed vector steps, medians over {len(first['rounds'])} rounds. "
+                  "Efficiency per core = Ray env steps/s / (workers × in-process env steps/s of the same sub-envs, "
+                  "seeds and actions, measured back to back).",
+                  "CPU (/proc, user + system): the actors' per env step against the in-process loop's, and per "
+                  "vector step the driver's and that of Ray's other processes (raylet, gcs_server, agents, monitors).",
+                  "",
+                  "| envs per actor × workers | in process [env steps/s] | Ray [env steps/s] | efficiency per core "
+                  "(rounds) | CPU per env step: actors / in process [ms] | CPU per vector step: driver / Ray's "
+                  "other processes [ms] |", "|---|---|---|---|---|---|"]
+        for run in sc.values():
+            for w in ("1", "2"):
+                rs = [r["workers"][w] for r in run["rounds"]]
+                other = [sum(v for g, v in r["cpu_ms_per_vector_step"].items() if g not in ("actors", "driver"))
+                         for r in rs]
+                lines.append(
+                    f"| {run['envs_per_actor']} × {w} | {med(r['in_process_env_steps_per_s'] for r in rs):.0f} | "
+                    f"{med(r['env_steps_per_s'] for r in rs):.0f} | **{run['median_efficiency_per_core'][w]:.2f}** ("
+                    + " / ".join(f"{r['efficiency_per_core']:.2f}" for r in rs) + f") | "
+                    f"{med(r['actor_cpu_ms_per_env_step'] for r in rs):.2f} / "
+                    f"{med(r['in_process_cpu_ms_per_env_step'] for r in rs):.2f} | "
+                    f"{med(r['cpu_ms_per_vector_step']['driver'] for r in rs):.1f} / {med(other):.1f} |")
+    if "overhead" in result:
+        over = result["overhead"]
+        lines += ["", "| 1 actor × 1 env | " + " | ".join(over) + " |", "|---|" + "---|" * len(over)]
+        for label, key, fmt in (("in-process env step [ms]", "in_process_ms", ".3f"),
+                                ("Ray vector step [ms]", "ray_ms", ".2f"),
+                                ("Ray's overhead per step [ms]", "overhead_ms", ".2f"),
+                                ("actor RSS [MB]", "actor_rss_mb", ".0f")):
+            lines.append(f"| {label} | " + " | ".join(f"{v[key]:{fmt}}" for v in over.values()) + " |")
+    if "memory" in result:
+        m = result["memory"]
+        lines += ["", f"Memory: an actor holds {m['mem_actor_1env_mb']:.0f} MB with 1 env and "
+                      f"{m['mem_actor_k_envs_mb']:.0f} MB with {m['envs']}: **{m['mem_per_env_mb']:.1f} MB per "
+                      f"further env**; the driver {m['driver_rss_mb']:.0f} MB."]
+    if "ceiling" in result:
+        lines += ["", "Two-core ceiling without Ray (the same work in one plain process alone, then in two at once): "
+                  "efficiency per core " + "; ".join(
+                      f"{c['envs_per_process']} envs per process **{c['median_efficiency_per_core']:.2f}** ("
+                      + " / ".join(f"{r['efficiency_per_core']:.2f}" for r in c["rounds"]) + ")"
+                      for c in result["ceiling"].values()) + "."]
+    if "soak" in result:
+        so = result["soak"]
+        first, last = next(s for s in so["samples"] if s["steps"] == so["warmup_steps"]), so["samples"][-1]
+        lines += ["", f"Soak: {so['vector_steps']} vector steps of 1 actor × 1 env "
+                      f"(`{kwargs_text(so['env_kwargs'])}`) in {so['wall_s']:.0f} s, {so['restarts']} restarts; "
+                      f"after {so['warmup_steps']} warm-up steps the driver's RSS {first['driver_mb']:.1f} → "
+                      f"{last['driver_mb']:.1f} MB "
+                      f"(**{100 * so['driver_growth']:+.2f} %**), the actor's {first['actor_mb']:.1f} → "
+                      f"{last['actor_mb']:.1f} MB (**{100 * so['actor_growth']:+.2f} %**)."]
+    return "\n".join(lines)
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         return child_main(sys.argv[2])
@@ -272,8 +350,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="CenicFranka-v0")
     p.add_argument("--env-kwargs", default="{}", help="JSON dict of gym.make kwargs for the scaling runs")
-    p.add_argument("--envs-per-actor", type=int, nargs="+", default=[4, 16],
-                   help="sub-envs per actor; one scaling run per value")
+    p.add_argument("--envs-per-actor", type=int, nargs="+", default=[16, 32],
+                   help="sub-envs per actor; one scaling run per value (default 16 32)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (in process, 1 worker, 2 workers)")
     p.add_argument("--vector-steps", type=int, default=60)
     p.add_argument("--soak", type=int, default=0, help="vector steps of the soak (0: none)")
@@ -282,15 +360,15 @@ def main():
     p.add_argument("--ceiling", action="store_true",
                    help="also measure the machine's two-core scaling without Ray (two plain processes at once)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "ray_scaling.json"))
+    p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone (--out is written)")
     a = p.parse_args()
+    t_start, load0 = time.perf_counter(), os.getloadavg()[0]
     kwargs = {"max_episode_steps": 200, **json.loads(a.env_kwargs)}
     # before Ray starts, so that its idle processes do not take CPU from the plain processes
     ceiling = {f"{k}_envs_per_process": ceiling_run(a.env, kwargs, k, a.vector_steps, a.rounds)
                for k in a.envs_per_actor} if a.ceiling else None
     init_ray(num_cpus=2)
-    result = json.loads(open(a.out).read()) if os.path.exists(a.out) else {}
-    result["machine"] = dict(machine=machine_line(), code=git_rev(), load_before=os.getloadavg(),
-                             versions=versions("ray", "gymnasium", "numba"))
+    result = {}
     if not a.skip_scaling:
         result["scaling"] = {}
         for k in a.envs_per_actor:
@@ -308,10 +386,10 @@ def main():
         k = max(a.envs_per_actor)
         rssk = result["scaling"][f"{k}_envs_per_actor"]["rounds"][-1]["workers"]["1"]["actor_rss_mb"][0]
         result["overhead"] = over
-        result["memory"] = dict(mem_per_env_mb=(rssk - rss1) / (k - 1), mem_actor_1env_mb=rss1, envs=k,
+        result["memory"] = dict(mem_per_env_mb=(rssk - rss1) / max(k - 1, 1), mem_actor_1env_mb=rss1, envs=k,
                                 mem_actor_k_envs_mb=rssk, driver_rss_mb=rss_mb(os.getpid()))
-        print(f"memory per env {(rssk - rss1) / (k - 1):.1f} MB, actor with 1 env {rss1:.0f} MB, with {k} envs "
-              f"{rssk:.0f} MB", flush=True)
+        print(f"memory per env {result['memory']['mem_per_env_mb']:.1f} MB, actor with 1 env {rss1:.0f} MB, with {k} "
+              f"envs {rssk:.0f} MB", flush=True)
     if ceiling:
         result["ceiling"] = ceiling
     if a.soak:
@@ -321,10 +399,16 @@ def main():
                               wall_s=time.perf_counter() - t0)
         print(f"soak: driver growth {result['soak']['driver_growth']:+.3%}, actor growth "
               f"{result['soak']['actor_growth']:+.3%} after {result['soak']['warmup_steps']} warm-up steps")
-    result["machine"]["load_after"] = os.getloadavg()
+    ray.shutdown()
+    command = f"`python benchmarks/ray_scaling.py {shlex.join(sys.argv[1:])}`".replace(" `", "`")
+    result["provenance"] = provenance("benchmarks/ray_scaling.py", command, time.perf_counter() - t_start, load0,
+                                      ("ray", "gymnasium", "numba"), note="; `ray.init(num_cpus=2)`, 1 CPU per actor")
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
-    ray.shutdown()
+    body = section(result, result["provenance"])
+    print(body)
+    if not a.no_write:
+        write_section("ray-scaling", body, "## Ray vector envs: scaling, overhead, memory")
 
 
 if __name__ == "__main__":

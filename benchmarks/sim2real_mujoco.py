@@ -1,8 +1,8 @@
-"""Sim-to-sim with MuJoCo on CenicFranka-v0 (issue 16): a robot log made by MuJoCo replayed in cenic-gym, and
-policies run closed loop with MuJoCo as the physics.
+"""Sim-to-sim with MuJoCo on CenicFranka-v0: a robot log made by MuJoCo replayed in cenic-gym, and policies run
+closed loop with MuJoCo as the physics.
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/sim2real_mujoco.py [--seed 0] [--episodes 10]
-        [--policy scripted exported.onnx ...]
+        [--policy scripted exported.onnx ...] [--go1-episodes 5] [--go1-steps 500] [--no-write]
 
 (needs ``mujoco``: ``pip install -e .[render]``.) MuJoCo stands in for the real robot:
 
@@ -18,15 +18,32 @@ policies run closed loop with MuJoCo as the physics.
    MuJoCo ``<position>`` actuator (its damping implicit, as in CENIC). MuJoCo's states at the control periods
    make the "robot log".
 3. ``replay``: cenic-gym replays both logs at ε = 1e-3 and 1e-5. Replaying its own log measures the replay path
-   (zero at the log's ε); replaying MuJoCo's measures the modeling gap between the two simulators (contact
-   compliance, friction model, integrator), which does not shrink with ε.
-4. ``cenic_gym.sim2real.sim2sim``: each policy (``--policy``: ``scripted``, an SB3 .zip, an exported .onnx /
+   (zero at the log's ε: the replay path is the env's own; at 1e-3 the error is the integration error); replaying
+   MuJoCo's measures the modeling gap between the two simulators (contact compliance, friction model,
+   integrator), which does not shrink with ε.
+4. Free motion (the mapping and the control laws checked): the log's first 1.2 s (the arm moves above the box,
+   nothing touches) sent to MuJoCo at 0.25 ms steps and replayed in cenic-gym at ε = 1e-4 … 1e-7: without contact
+   the gap keeps shrinking with ε (the two simulators converge to the same trajectory), so the large gaps of 3.
+   come from contact.
+5. ``cenic_gym.sim2real.sim2sim``: each policy (``--policy``: ``scripted``, an SB3 .zip, an exported .onnx /
    .pt) runs the same seeded episodes closed loop in cenic-gym (ε = 1e-3) and with MuJoCo as the physics (the
-   env's observation, reward and success code on MuJoCo's state); success rates, the final box gap, the
-   closed-loop and one-step state divergence (the same as ``cenic-gym sim2real sim2sim``).
+   env draws the episode, maps actions to set-points and computes observations, rewards, contacts and success from
+   MuJoCo's state); on CenicQuadruped-v0 the open-loop trot (``TrotGait``, 2 Hz) from ``env.reset(seed)`` (random
+   start yaw and base velocity; the trot ignores the episode's random velocity command, so success is rare in both
+   simulators: the base pose / velocity gap is the measure there). Columns: success in both, the final free-body
+   gap, the closed-loop divergence ‖pin.difference(q_cenic, q_MuJoCo)‖∞ (the largest over an episode,
+   compounding) and the one-step divergence (MuJoCo's one control period from each of CENIC's states vs CENIC's
+   next state: the per-period model gap). Same as ``cenic-gym sim2real sim2sim``.
 
-Writes ``benchmarks/sim2real_mujoco.png`` (tracking error over time) and the ``sim2real-mujoco-log`` section of
-``benchmarks/RESULTS.md``.
+How to read it: with MuJoCo's default contact parameters (solref 0.02 s; MuJoCo scales a contact's stiffness by the
+effective mass it acts on, and the fingers are light) the gripper's squeeze drives the pads into the box (the finger
+opening printed in the section) and the box can end on its side after the place; in cenic-gym the pads stop at the
+box faces (compliant point contact). That is a gap between contact models, not numerical error; MuJoCo's contact
+parameters are its defaults, not tuned for this scene. On the Go1 the per-period model gap (mostly the feet's
+contact) compounds in the closed loop.
+
+Writes ``benchmarks/sim2real_mujoco.png`` (tracking error over time), ``benchmarks/sim2real_mujoco_sim2sim.png`` and
+the ``sim2real-mujoco-log`` section of ``benchmarks/RESULTS.md``. About 3 min; not a timing benchmark.
 """
 from __future__ import annotations
 
@@ -41,7 +58,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from bench_common import provenance, replace_marked_section  # noqa: E402
+from bench_common import provenance, write_section  # noqa: E402
 from cenic_gym.errors import SimulationError  # noqa: E402
 from cenic_gym.sim2real.policy import load_policy  # noqa: E402
 from cenic_gym.sim2real.replay import RobotLog, controlled_joints, record_log, replay  # noqa: E402
@@ -111,11 +128,10 @@ def main(argv=None):
             results.append((name, replay(ENV_ID, log, accuracy=acc)))
     box_gap = np.linalg.norm(mj.poses["box"][:, :3] - own.poses["box"][:, :3], axis=1)
     k5 = int(np.argmin(np.abs(own.t - 5.0)))  # mid-carry
-    held = (f"Finger opening (per finger) mid-carry (t = {own.t[k5]:.1f} s): cenic-gym {own.q[k5, 7] * 1e3:.1f} mm, "
-            f"MuJoCo {mj.q[k5, 7] * 1e3:.1f} mm (the box is {env.unwrapped.box_dims[1] * 1e3:.0f} mm wide: in MuJoCo "
-            f"the pads close {(own.q[k5, 7] - mj.q[k5, 7]) * 1e3:.1f} mm further, into the box). Final box "
+    held = (f"finger opening (per finger) mid-carry (t = {own.t[k5]:.1f} s): cenic-gym {own.q[k5, 7] * 1e3:.1f} mm, "
+            f"MuJoCo {mj.q[k5, 7] * 1e3:.1f} mm (box {env.unwrapped.box_dims[1] * 1e3:.0f} mm wide); final box "
             f"centre height: cenic-gym {own.poses['box'][-1, 2] * 1e3:.0f} mm, "
-            f"MuJoCo {mj.poses['box'][-1, 2] * 1e3:.0f} mm (upright: {env.unwrapped.box_dims[2] * 500:.0f} mm).")
+            f"MuJoCo {mj.poses['box'][-1, 2] * 1e3:.0f} mm (upright: {env.unwrapped.box_dims[2] * 500:.0f} mm)")
     table = replay_table([r for _, r in results]).splitlines()
     table[0] = "| log | " + table[0][2:]
     table[1] = "|---" + table[1]
@@ -124,8 +140,8 @@ def main(argv=None):
     free = RobotLog(own.t[:FREE_ROWS], own.q[:FREE_ROWS], own.v[:FREE_ROWS], own.cmd[:FREE_ROWS], own.joints,
                     {b: p[:FREE_ROWS] for b, p in own.poses.items()})
     mj_free, _ = mujoco_log(env, free, dt=FREE_DT)
-    free_rows = [f"| {acc:g} | {replay(ENV_ID, mj_free, accuracy=acc).summary()['max_q_err']:.2e} |"
-                 for acc in FREE_ACCURACIES]
+    free_gaps = ", ".join(f"{acc:g}: {replay(ENV_ID, mj_free, accuracy=acc).summary()['max_q_err']:.2e}"
+                          for acc in FREE_ACCURACIES)
     closed = []
     for spec in a.policy:
         res = sim2sim(ENV_ID, load_policy(spec, ENV_ID), range(a.episodes),
@@ -140,54 +156,28 @@ def main(argv=None):
         (f" --go1-episodes {a.go1_episodes}" if a.go1_episodes != 5 else "") + \
         (f" --go1-steps {a.go1_steps}" if a.go1_steps != 500 else "")
     body = "\n".join([
-        *provenance("benchmarks/sim2real_mujoco.py", f"`{cmd}`", time.time() - t0, load0, ('numba', ('pinocchio (pin)', 'pin'), 'numpy', 'mujoco'),
-                    note="; the machine was shared"),
-        f"The scripted expert's commands of one `{ENV_ID}` episode (seed {a.seed}, {len(own.t)} rows, 10 s: grasp, "
-        "carry, place, release) recorded at ε = 1e-5; the same commands sent open loop to MuJoCo (scene generated "
-        "from our model by `cenic_gym.mujoco_model`, MuJoCo's default contact parameters, 1 ms, "
-        "implicitfast; same control laws: see the script's docstring); both logs replayed by "
-        "`cenic_gym.sim2real.replay` (errors over every row; joints in rad, the finger in m).",
-        f"MuJoCo run unstable (mjWARN_BADQACC or NaN): {unstable}. Box position, MuJoCo log vs cenic-gym log: "
-        f"max {box_gap.max() * 1e3:.1f} mm, final {box_gap[-1] * 1e3:.1f} mm. {held}", "",
+        *provenance("benchmarks/sim2real_mujoco.py", f"`{cmd}`", time.time() - t0, load0,
+                    ("numba", ("pinocchio (pin)", "pin"), "numpy", "mujoco")),
+        f"**Log replay**: the scripted expert's commands of one `{ENV_ID}` episode (seed {a.seed}, {len(own.t)} "
+        "rows, 10 s) recorded at ε = 1e-5, sent open loop to MuJoCo (scene from `cenic_gym.mujoco_model`, default "
+        "contact parameters, 1 ms, implicitfast, the env's control laws); both logs replayed by "
+        "`cenic_gym.sim2real.replay` (errors over every row; joints in rad, the finger in m). MuJoCo unstable "
+        f"(mjWARN_BADQACC or NaN): {unstable}; box position gap max {box_gap.max() * 1e3:.1f} mm, final "
+        f"{box_gap[-1] * 1e3:.1f} mm; {held}. Plot: `benchmarks/sim2real_mujoco.png`.", "",
         *table, "",
-        "Replaying our own ε = 1e-5 log at ε = 1e-5 reproduces it exactly (the replay path is the env's own); at "
-        "ε = 1e-3 the error is the integration error. The MuJoCo log's error barely moves between ε = 1e-3 and "
-        "1e-5: it is the modeling gap between the simulators, not numerical error. Plot: "
-        "`benchmarks/sim2real_mujoco.png`.", "",
-        f"**Free motion** (the mapping and the control laws checked): the first {own.t[FREE_ROWS - 1]:.1f} s of the "
-        f"same log (arm moving above the box, no contact) sent to MuJoCo at {FREE_DT * 1e3:g} ms steps, replayed in "
-        "cenic-gym at tightening ε; max |q_MuJoCo − q_cenic| over the rows and joints [rad]:", "",
-        "| replay ε | max joint gap [rad] |", "|---|---|", *free_rows, "",
-        "The gap keeps shrinking with ε: without contact the two simulators converge to the same trajectory (what "
-        "is left at ε = 1e-5 is cenic-gym's own integration error), so the large gaps above come from contact.", "",
-        "**Closed loop (sim-to-sim)**: the policy runs the same seeded episodes in cenic-gym (ε = 1e-3) and with "
-        "MuJoCo as the physics (`cenic_gym.sim2real.sim2sim`, also `cenic-gym sim2real sim2sim`: the env draws the "
-        "episode, maps actions to set-points and computes observations, rewards, contacts and success from "
-        "MuJoCo's state; MuJoCo 1 ms, implicitfast). Divergences are ‖pin.difference(q_cenic, q_MuJoCo)‖∞: closed "
-        "loop (the largest over an episode, compounding) and one-step (MuJoCo's one control period from each of "
-        "CENIC's states vs CENIC's next state). Policies: the Franka's scripted expert; on "
-        f"`{GO1_ID}` the open-loop trot (`trot`: `TrotGait`, 2 Hz) for {a.go1_steps} steps from `env.reset(seed)` "
-        "(random start yaw and base velocity; the trot ignores the episode's random velocity command, so success "
-        "— tracking that command — is rare in both simulators: the base pose / velocity gap is the measure there). "
-        "Plot: `benchmarks/sim2real_mujoco_sim2sim.png`.", "",
-        sim2sim_table(closed), "",
-        "Reading: with MuJoCo's default contact parameters (solref 0.02 s; MuJoCo scales a contact's stiffness by "
-        "the effective mass it acts on, and the fingers are light) the 20 N squeeze drives the pads into the box "
-        "(the finger opening above) and the box ends on its side after the place; in cenic-gym the pads stop at the "
-        "box faces (compliant point contact, 5e4 N/m per pair). This is a gap between contact models, not numerical "
-        "error; MuJoCo's contact parameters were not tuned for this scene (the numbers are MuJoCo's defaults). "
-        "On the Go1 both simulators walk the trot without a fall, but the base ends tens of centimetres apart after "
-        "10 s: the per-period model gap (one-step divergence, mostly the feet's contact: MuJoCo's soft contacts "
-        "let the feet sink ~12 mm, ours < 1 mm, see \"Quadruped: CENIC vs MuJoCo side by side\") compounds in "
-        "the closed loop, as the closed-loop divergence shows."])
+        f"**Free motion** (no contact: the log's first {own.t[FREE_ROWS - 1]:.1f} s, MuJoCo at {FREE_DT * 1e3:g} ms), "
+        f"max joint gap [rad] per replay ε: {free_gaps}.", "",
+        "**Closed loop**: the same seeded episodes in cenic-gym (ε = 1e-3) and with MuJoCo as the physics "
+        f"(`cenic_gym.sim2real.sim2sim`); `{GO1_ID}`: the open-loop trot, {a.go1_steps} steps. Divergences "
+        "‖pin.difference(q_cenic, q_MuJoCo)‖∞: closed loop (largest over an episode) and one-step (one control "
+        "period from CENIC's state). Plot: `benchmarks/sim2real_mujoco_sim2sim.png`.", "",
+        sim2sim_table(closed)])
     print(body)
     if not a.no_write:
         plot_replay(results[-1][1], HERE / "sim2real_mujoco.png",
                     title=f"MuJoCo log replayed in cenic-gym (ε = 1e-5), {ENV_ID} seed {a.seed}")
         plot_sim2sim(closed, HERE / "sim2real_mujoco_sim2sim.png")
-        res = HERE / "RESULTS.md"
-        heading = f"## Sim-to-sim: MuJoCo ({ENV_ID}, {GO1_ID})"
-        res.write_text(replace_marked_section(res.read_text(), "sim2real-mujoco-log", body, heading=heading))
+        write_section("sim2real-mujoco-log", body, f"## Sim-to-sim: MuJoCo ({ENV_ID}, {GO1_ID})")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Sim-to-sim gap per env (issue 16): every cenic-gym env's scripted policy run closed loop in cenic-gym and with
+"""Sim-to-sim gap per env: every cenic-gym env's scripted policy run closed loop in cenic-gym and with
 each installed peer as the physics (MuJoCo, Drake), on the same seeded episodes.
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/sim2sim_envs.py [--episodes 4] [--peers mujoco drake]
@@ -11,7 +11,9 @@ the env's own (Franka, suction: one pick and place), ``STEPS`` otherwise (Allegr
 SAP solver, lagged contact approximation with our stiffness and dissipation, 1 ms); cenic-gym at ε = 1e-3. Columns
 as ``cenic_gym.sim2real.sim2sim_table``: success in both (the env's ``evaluate()``), the final gap of every free
 body, the closed-loop divergence (compounds) and the one-step divergence (one control period of the peer from each
-cenic-gym state: the per-period model gap). Writes the ``sim2sim-envs`` section of ``benchmarks/RESULTS.md``.
+cenic-gym state: the per-period model gap). The Allegro's success is the env's 0.1 rad goal, which the quarter-turn
+rotator does not aim at: read its gap columns. Writes the ``sim2sim-envs`` section of ``benchmarks/RESULTS.md``.
+About 3–8 min (4 episodes; needs ``mujoco`` and ``pydrake``); not a timing benchmark.
 """
 from __future__ import annotations
 
@@ -24,10 +26,10 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bench_common import provenance, replace_marked_section  # noqa: E402
+from bench_common import provenance, write_section  # noqa: E402
 from cenic_gym.envs import SCRIPTED_POLICIES  # noqa: E402
 from cenic_gym.sim2real.policy import load_policy  # noqa: E402
-from cenic_gym.sim2real.sim2sim import sim2sim, sim2sim_lines, sim2sim_table  # noqa: E402
+from cenic_gym.sim2real.sim2sim import sim2sim, sim2sim_table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 STEPS = {"CenicAllegro-v0": 200, "CenicQuadruped-v0": 500}  # env steps per episode (None: the env's episode)
@@ -56,17 +58,14 @@ def main(argv=None):
     lengths = ", ".join(f"{e} {STEPS[e]} steps" for e in a.envs if e in STEPS)
     body = "\n".join([
         *provenance("benchmarks/sim2sim_envs.py", f"`{cmd}`", time.time() - t0, load0,
-                    ("numba", ("pinocchio (pin)", "pin"), "numpy", "mujoco", "drake"), note="; the machine was shared"),
+                    ("numba", ("pinocchio (pin)", "pin"), "numpy", "mujoco", "drake")),
         f"Each env's scripted policy on seeds 0–{a.episodes - 1}, cenic-gym at ε = 1e-3 against each peer at its "
-        f"default settings (episodes cut at {lengths}; the others run to the env's end). Success is the env's own "
-        "`evaluate()` (the Allegro's is the 0.1 rad goal of the env, which the quarter-turn rotator does not aim at: "
-        "read its gap columns).", "", sim2sim_table(results), "",
-        *sim2sim_lines(results)])
+        f"default settings (episodes cut at {lengths}; the others run to the env's end); success: the env's own "
+        "`evaluate()`; closed-loop divergence: the largest over an episode, one-step: one control period of the "
+        "peer from each cenic-gym state (definitions: the script's docstring).", "", sim2sim_table(results)])
     print(body)
     if not a.no_write:
-        res = HERE / "RESULTS.md"
-        res.write_text(replace_marked_section(res.read_text(), "sim2sim-envs", body,
-                                              heading="## Sim-to-sim gap per env: MuJoCo and Drake (issue 16)"))
+        write_section("sim2sim-envs", body, "## Sim-to-sim gap per env: MuJoCo and Drake")
     return 0
 
 

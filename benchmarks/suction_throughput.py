@@ -2,7 +2,7 @@
 the scripted picker, the recipe's teacher, the shipped learned policy and a policy that presses the sealed cups
 down as hard as it can, with the gantry's force and lead limits on (the default) and off.
 
-    python benchmarks/suction_throughput.py [--steps 2000] [--repeats 3]
+    python benchmarks/suction_throughput.py [--steps 2000] [--repeats 3] [--no-write]
 
 (the script sets NUMBA_NUM_THREADS=1 and OMP_NUM_THREADS=1 itself unless they are set; run it on an idle machine.)
 
@@ -13,7 +13,11 @@ untimed), the run of median wall time reported (``env_throughput.run``): env ste
 (accepted + rejected substeps) and Newton iterations per env step, the deepest penetration of the run
 (``info["sim"]``).
 ``press`` follows the teacher until the target is held, then commands the tool down at full speed with the suction
-on for the rest of the episode. Writes the RESULTS.md section ``suction-throughput``.
+on for the rest of the episode. Limits: the gantry's z force limit about its gravity compensation and the height target
+at most ``z_lead`` below the measured tool (``envs/suction_pick.py``); "limits off": ``gantry_effort_limit=(inf,)*4,
+z_lead=1.0``.
+
+Writes the RESULTS.md section ``suction-throughput``. About 1 min; a timing benchmark: run it on an idle machine.
 """
 from __future__ import annotations
 
@@ -28,15 +32,13 @@ import time  # noqa: E402
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
-import cenic_gym  # noqa: E402,F401  (registers the envs)
-from bench_common import REPO, provenance, replace_marked_section, warm_up  # noqa: E402
+from bench_common import REPO, provenance, warm_up, write_section  # noqa: E402
 from cenic_gym.envs import suction_constants as sc  # noqa: E402
-from cenic_gym.envs.suction_pick import ScriptedPicker, SuctionExpert  # noqa: E402
+from cenic_gym.envs.suction_pick import ScriptedPicker, SuctionExpert, default_config  # noqa: E402
 from env_throughput import RandomPolicy, run  # noqa: E402
 
 ENV_ID = "CenicSuction-v0"
 POLICY = REPO / "training" / "policies" / ENV_ID / "model.zip"
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
 NO_LIMITS = dict(gantry_effort_limit=(np.inf,) * 4, z_lead=1.0)  # the gantry before its limits
 
 
@@ -76,6 +78,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=2000, help="env steps per run (default 2000: 10 episodes)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per row; the median one is reported (default 3)")
+    ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     args = ap.parse_args()
     t_start, load0 = time.perf_counter(), os.getloadavg()[0]
     warm_up()
@@ -109,14 +112,14 @@ def main():
         f"`{ENV_ID}` at ε = 1e-3, {args.steps} env steps per run over the same seeded episodes, the run of median "
         f"`env.step` wall time of {args.repeats} (the policy's own time excluded). Limits: the gantry's z force limit "
         f"({sc.GANTRY_EFFORT_LIMIT[2]:g} N about its gravity compensation) and the height target at most `z_lead` = "
-        "3 cm below the measured tool (`envs/suction_pick.py`); \"limits off\": "
+        f"{100 * default_config()['z_lead']:g} cm below the measured tool (`envs/suction_pick.py`); \"limits off\": "
         "`gantry_effort_limit=(inf,)*4, z_lead=1.0`. `press`: the teacher until the target is held, then the tool "
         "down at full speed, suction on.", "", *table, "",
         f"The learned policy runs at {learned_rate:.0f} env steps/s, {learned_rate / random_rate:.2f}× the "
         f"random-action rate ({random_rate:.0f})."])
     print(body)
-    RESULTS.write_text(replace_marked_section(RESULTS.read_text(), "suction-throughput", body,
-                                              heading=f"## Throughput of {ENV_ID} under each policy"))
+    if not args.no_write:
+        write_section("suction-throughput", body, f"## Throughput of {ENV_ID} under each policy")
 
 
 if __name__ == "__main__":

@@ -73,8 +73,8 @@ def period_start_step(dt, period_dt):
     the period's first attempt jumps above ε. Measured (``benchmarks/step_size_analysis.py``, ε = 1e-3, before
     this rule, 300 env steps): CenicQuadruped-v0 random actions 1.24 of 1.53 rejections per env step were first
     attempts of a period, whose δt was a median 1.65× the previous period's first accepted δt; CenicFranka-v0
-    random: all 0.96 rejections per env step were first attempts (1.32×); after: 0.41 and 0.32 (RESULTS.md,
-    "Step-size control across control periods"). The acceptance test (e ≤ ε, step doubling, the
+    random: all 0.96 rejections per env step were first attempts (1.32×); after: 0.41 and 0.32 (docs/performance.md,
+    "Step-size control and rejections"). The acceptance test (e ≤ ε, step doubling, the
     half-step result kept) is unchanged: this only chooses the size of the first attempt.
     Floor: the result is at least K_PERIOD_FLOOR·dt. The error estimate of one step is a noisy guide where contact
     sets change: after a reset of CenicSuction-v0 (random actions) the first 5 ms steps of the first periods had
@@ -182,7 +182,7 @@ def pool_args(pool):
 # numba types and unboxes every array a Python call passes, one by one (~50–100 ns each, in tuples too). The arrays
 # that stay the same from call to call travel in two structrefs, each typed and unboxed at once (~0.5 µs): the
 # integrator's solve workspace and the buffers of each cached state (Go1: the full-and-half call's dispatch
-# 3.3 → 2.2 µs; benchmarks/RESULTS.md, "Engine speed: kernel arguments in two structrefs").
+# 3.3 → 2.2 µs; docs/performance.md, "The per-state evaluation").
 
 
 class _FieldsType(types.StructRef):
@@ -469,6 +469,27 @@ def step_outcome(h, dt_nominal, clipped, err, accuracy, per_unit, min_step, max_
 
 
 @njit(cache=True)
+def record_attempt(accepted, h, dt_next, period_start, clock, counts, window):
+    """The bookkeeping of one attempted step of size ``h`` [s], the same for :meth:`CenicIntegrator.step` and the
+    compiled loop (:func:`advance_free_bodies`): accepted, the clock moves by h, the step is counted and its size
+    enters the window (min and max δt, simulated time, last δt), and the first step of a control period sets the next
+    period's first step; rejected, it is counted. Either way the next attempt's δt is ``dt_next``.
+    clock: [t, δt, period δt] (CLOCK_*); counts: int64 [accepted, rejected, ...] (COUNT_*); window: WIN_*."""
+    if accepted:
+        clock[CLOCK_T] += h
+        counts[COUNT_ACCEPTED] += 1
+        window[WIN_MIN_DT] = min(window[WIN_MIN_DT], h)
+        window[WIN_MAX_DT] = max(window[WIN_MAX_DT], h)
+        window[WIN_SIM_TIME] += h
+        window[WIN_LAST_DT] = h
+        if period_start:
+            clock[CLOCK_PERIOD_DT] = dt_next
+    else:
+        counts[COUNT_REJECTED] += 1
+    clock[CLOCK_DT] = dt_next
+
+
+@njit(cache=True)
 def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, params, dyn_start, dyn_mid, vs, tol,
                         reuse, integrate, max_attempts, counts, window):
     """:meth:`CenicIntegrator.advance_to` for a system of free bodies (:func:`cenic_gym.free_bodies.free_body_joints`)
@@ -490,7 +511,6 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
     Returns 0 when t_end is reached, 1 when the accuracy is not met at min_step, 2 when a solve failed at
     min_step (the caller raises as :meth:`CenicIntegrator.step`), 3 when ``max_attempts`` attempts were made: it
     stops at the end of a step, and a call with ``first`` False continues exactly."""
-    t, dt, period_dt = clock[CLOCK_T], clock[CLOCK_DT], clock[CLOCK_PERIOD_DT]
     accuracy, min_step, max_step, per_unit = control
     q_full, v_full, q_half, v_half = np.empty_like(q), np.empty_like(v), np.empty_like(q), np.empty_like(v)
     q1, v1 = np.empty_like(q), np.empty_like(v)
@@ -498,7 +518,7 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
     Jw1, M1, bias1 = dyn_mid
     no_gains = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
     status = n1 = attempts = 0
-    while status == 0 and t < t_end - 1e-14 * max(1.0, abs(t_end)):
+    while status == 0 and clock[CLOCK_T] < t_end - 1e-14 * max(1.0, abs(t_end)):
         if attempts >= max_attempts:
             status = 3
             break
@@ -507,7 +527,8 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
         predict = period_start
         n0 = -1  # x^n not prepared yet
         while True:
-            dt_nominal, h, clipped = attempt_step_size(dt, period_dt, predict, t_end - t)
+            dt_nominal, h, clipped = attempt_step_size(clock[CLOCK_DT], clock[CLOCK_PERIOD_DT], predict,
+                                                       t_end - clock[CLOCK_T])
             predict = False
             attempts += 1
             if n0 < 0:
@@ -530,28 +551,17 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
                     err = max_abs_diff(q1, q_full)
             accepted, dt_next, at_min_step, step_tol = step_outcome(h, dt_nominal, clipped, err, accuracy, per_unit,
                                                                     min_step, max_step)
+            record_attempt(accepted, h, dt_next, period_start, clock, counts, window)
             if accepted:
                 q[:] = q1
                 v[:] = v1
-                t += h
-                counts[COUNT_ACCEPTED] += 1
                 counts[COUNT_LAST_CONTACTS] = n1
-                window[WIN_MIN_DT] = min(window[WIN_MIN_DT], h)
-                window[WIN_MAX_DT] = max(window[WIN_MAX_DT], h)
-                window[WIN_SIM_TIME] += h
-                window[WIN_LAST_DT] = h
-                dt = dt_next
-                if period_start:
-                    period_dt = dt
                 break
-            counts[COUNT_REJECTED] += 1
             if at_min_step:
                 window[WIN_ERROR] = err
                 window[WIN_TOL] = step_tol
                 status = 1 if ok else 2
                 break
-            dt = dt_next
-    clock[CLOCK_T], clock[CLOCK_DT], clock[CLOCK_PERIOD_DT] = t, dt, period_dt
     return status
 
 
@@ -620,14 +630,19 @@ class CenicIntegrator:
         self._stats = IntegratorStats()
         self.q = system.q0.copy()
         self.v = system.v0.copy()
-        self.t = 0.0
-        self.dt = self.fixed_step if self.fixed_step is not None else K_INIT * self.max_step
-        # the first step of the next control period [s] (period_start_step); = dt: no memory yet
-        self.period_dt = self.dt
+        # counts the states this integrator has held (every accepted step, every state set from outside): what
+        # is computed from a state is valid while state_id is unchanged
+        self.state_id = 0
+        dt = self.fixed_step if self.fixed_step is not None else K_INIT * self.max_step
+        # [t, δt, period δt] (CLOCK_*): time [s], next attempt's step [s], the first step of the next control period
+        # [s] (period_start_step; = δt: no memory yet). record_attempt moves it, in both loops
+        self.clock = np.array([0.0, dt, dt])
+        # counters and the window of the current advance_to call (COUNT_*, WIN_*), written by record_attempt
+        self._counts = np.zeros(4, dtype=np.int64)
+        self._window = np.array([math.inf, 0.0, math.inf, 0.0, 0.0, math.nan, math.nan])
         self.last_solution = None  # (cache, v, dt, gains) of the last accepted solve, for contact results
         self.frozen_results = None  # (ContactResults, efforts): the same, computed (after a copy or a restore)
         self.history = None  # list of (t, dt, accepted, error) when recording
-        self._window = [math.inf, 0.0, math.inf]  # min δt, max δt, min φ of the current advance_to call
         # free bodies only, nothing called back in Python: advance_to runs compiled (advance_free_bodies)
         self._compiled_loop = (free_body_joints(system) and self.fixed_step is None and generalized_force is None
                                and self.external is None)
@@ -643,6 +658,33 @@ class CenicIntegrator:
             state["frozen_results"] = (self.contact_results(), self.applied_efforts())
             state["last_solution"] = None
         return state
+
+    @property
+    def t(self):
+        """Time [s]."""
+        return float(self.clock[CLOCK_T])
+
+    @t.setter
+    def t(self, value):
+        self.clock[CLOCK_T] = value
+
+    @property
+    def dt(self):
+        """The next attempt's step size [s]."""
+        return float(self.clock[CLOCK_DT])
+
+    @dt.setter
+    def dt(self, value):
+        self.clock[CLOCK_DT] = value
+
+    @property
+    def period_dt(self):
+        """The first step of the next control period [s] (:func:`period_start_step`)."""
+        return float(self.clock[CLOCK_PERIOD_DT])
+
+    @period_dt.setter
+    def period_dt(self, value):
+        self.clock[CLOCK_PERIOD_DT] = value
 
     def _new_cache(self, contact_margin):
         """A StateCache with its workspace: contact query, state-term buffers and the fixed parts of the limit and
@@ -700,7 +742,16 @@ class CenicIntegrator:
         st = self._stats
         (st.solves, st.newton_iters, st.line_search_iters, st.factorizations, st.solver_failures,
          st.friction_solves) = self._totals.tolist()
+        st.accepted, st.rejected, st.geometry_queries, _ = self._counts.tolist()
+        self._fold_window()
         return st
+
+    def _fold_window(self):
+        """Carry the window's extremes (min and max δt, min φ) and simulated time into the running stats."""
+        st, w = self._stats, self._window
+        st.min_dt, st.max_dt = min(st.min_dt, w[WIN_MIN_DT]), max(st.max_dt, w[WIN_MAX_DT])
+        st.min_signed_distance = min(st.min_signed_distance, w[WIN_MIN_PHI])
+        st.sim_time = float(w[WIN_SIM_TIME])
 
     # ----------------------------------------------------------------------------------------------------------
     def set_impact_friction(self, on):
@@ -729,6 +780,8 @@ class CenicIntegrator:
         self.start.valid = False
 
     def invalidate(self):
+        """The state (q, v, z, t) was set from outside: nothing computed at the previous one holds."""
+        self.state_id += 1
         self.start.valid = False
         self.last_solution = None
         self.frozen_results = None
@@ -763,8 +816,8 @@ class CenicIntegrator:
         cache.bias = bias
         cache.q, cache.v, cache.z, cache.t = q, v, z, t
         cache.valid = True
+        self._counts[COUNT_QUERIES] += 1
         st = self._stats
-        st.geometry_queries += 1
         st.wall_dynamics += t1 - t0
         st.wall_geometry += time.perf_counter() - t1
 
@@ -865,9 +918,8 @@ class CenicIntegrator:
             predict = False
             if not self.start.valid:
                 self._prepare(self.start, self.q, self.v, self.z, self.t, dt)
-                phi = self.start.phi_min
-                self._stats.min_signed_distance = min(self._stats.min_signed_distance, phi)
-                self._window[WIN_MIN_PHI] = min(self._window[WIN_MIN_PHI], phi)
+                w = self._window
+                w[WIN_MIN_PHI] = min(w[WIN_MIN_PHI], self.start.phi_min)
             if self.fixed_step is not None:
                 q1, v1, z1, ok = self._icf(self.start, dt, self.v)
                 if not ok:
@@ -875,6 +927,7 @@ class CenicIntegrator:
                         f"ICF solve failed at t={self.t:.6g} s with fixed_step={dt:.3g} s (non-finite state or Newton "
                         f"did not converge in {slv.MAX_NEWTON_ITERATIONS} iterations)")
                 self._accept(q1, v1, z1, dt, self.start)
+                record_attempt(True, dt, self.dt, False, self.clock, self._counts, self._window)
                 return dt
             q_full, v_full, q_half, v_half, z_half, ok = self._full_and_half(self.start, dt)
             err = math.inf
@@ -889,14 +942,11 @@ class CenicIntegrator:
                 self.history.append((self.t, dt, accepted, err))
             if accepted:
                 self._accept(q1, v1, z1, dt, self.mid)
-                self.dt = dt_next
-                if period_start:
-                    self.period_dt = self.dt
+            record_attempt(accepted, dt, dt_next, period_start, self.clock, self._counts, self._window)
+            if accepted:
                 return dt
-            self._stats.rejected += 1
             if at_min_step:
                 raise self._min_step_error(ok, err, tol)
-            self.dt = dt_next
 
     def _min_step_error(self, ok, err, tol):
         """The exception of an attempt rejected at min_step: :class:`AccuracyNotMetError` (error ``err`` above the
@@ -907,6 +957,8 @@ class CenicIntegrator:
             f"min_step={self.min_step:g} s")
 
     def _accept(self, q1, v1, z1, dt, cache):
+        """The accepted attempt's state becomes the integrator's (its clock and counters: :func:`record_attempt`).
+        """
         # v1 is finite (a converged solve checks every norm), hence q1; external states come from user code
         if z1.shape[0] and not np.all(np.isfinite(z1)):
             raise SolverFailure(f"non-finite external-system state z after an accepted step at t={self.t:.6g} s: "
@@ -916,17 +968,8 @@ class CenicIntegrator:
         self.q = q1
         self.v = v1
         self.z = z1
-        self.t += dt
+        self.state_id += 1
         self.start.valid = False
-        st = self._stats
-        st.accepted += 1
-        if dt < st.min_dt:
-            st.min_dt = dt
-        if dt > st.max_dt:
-            st.max_dt = dt
-        st.sim_time += dt
-        w = self._window
-        w[WIN_MIN_DT], w[WIN_MAX_DT] = min(w[WIN_MIN_DT], dt), max(w[WIN_MAX_DT], dt)
 
     def advance_to(self, t_end, on_step=None, inputs_changed=False):
         """Integrate to t_end [s]; ``on_step()`` is called after every accepted step. Returns the
@@ -936,9 +979,10 @@ class CenicIntegrator:
         or explicit forces runs the whole call compiled (:func:`advance_free_bodies`) unless ``on_step`` is given or
         the history is recorded; everything else runs :meth:`step` from Python."""
         t0 = time.perf_counter()
-        st = self.stats
+        st = self.stats  # folds the previous call's window
         start = (st.accepted, st.rejected, st.solves, st.newton_iters, self.t)
-        self._window = [math.inf, 0.0, math.inf]
+        w = self._window
+        w[WIN_MIN_DT], w[WIN_MAX_DT], w[WIN_MIN_PHI] = math.inf, 0.0, math.inf
         try:
             first = bool(inputs_changed)
             if self._compiled_loop and on_step is None and self.history is None:
@@ -957,9 +1001,10 @@ class CenicIntegrator:
         sim_time = self.t - start[4]
         nan = math.nan
         w = self._window
+        min_dt, max_dt, min_phi = w[:3].tolist()
         return AdvanceStats(accepted, st.rejected - start[1], st.solves - start[2], st.newton_iters - start[3],
-                            w[WIN_MIN_DT] if accepted else nan, sim_time / accepted if accepted else nan,
-                            w[WIN_MAX_DT] if accepted else nan, w[WIN_MIN_PHI], sim_time, wall)
+                            min_dt if accepted else nan, sim_time / accepted if accepted else nan,
+                            max_dt if accepted else nan, min_phi, sim_time, wall)
 
     def _advance_compiled(self, t_end, first):
         """:meth:`advance_to` (without callbacks or recording) of a free-body system in calls of
@@ -973,11 +1018,9 @@ class CenicIntegrator:
             fb = self._free_body_work = (free_body_parameters(self.model),
                                          (np.zeros((6, nv), order="F"), np.zeros((nv, nv)), np.zeros(nv)),
                                          (np.zeros((6, nv), order="F"), np.zeros((nv, nv)), np.zeros(nv)))
-        clock = np.array([self.t, self.dt, self.period_dt])
+        clock, counts, window = self.clock, self._counts, self._window
         q, v = self.q.copy(), self.v.copy()
-        counts = np.zeros(4, dtype=np.int64)
-        st = self._stats
-        window = np.array([math.inf, 0.0, math.inf, st.sim_time, 0.0, math.nan, math.nan])
+        accepted = counts[COUNT_ACCEPTED]
         control = (self.accuracy, self.min_step, self.max_step, self.error_per_unit_step)
         start, mid, work = self._state_args(self.start), self._state_args(self.mid), self._workspace()
         t0 = time.perf_counter()
@@ -989,32 +1032,21 @@ class CenicIntegrator:
                                              COMPILED_ATTEMPTS, counts, window)
                 first = False
         finally:  # also on KeyboardInterrupt: the state of the last step completed, and its counters
-            st.wall_compiled += time.perf_counter() - t0
-            self._sync_compiled(q, v, clock, counts, window)
+            self._stats.wall_compiled += time.perf_counter() - t0
+            self._sync_compiled(q, v, counts[COUNT_ACCEPTED] > accepted)
         if status:
             raise self._min_step_error(status == 1, window[WIN_ERROR], window[WIN_TOL])
 
-    def _sync_compiled(self, q, v, clock, counts, window):
-        """Bring the integrator up to date after calls of :func:`advance_free_bodies` (its outputs): state, clock,
-        counters and the last accepted step's contacts."""
-        st = self._stats
-        self.t, self.dt, self.period_dt = clock.tolist()
+    def _sync_compiled(self, q, v, stepped):
+        """Bring the integrator up to date after calls of :func:`advance_free_bodies` (clock, counters and window
+        are its own arrays): the state, and the last accepted step's contacts if it took one (``stepped``)."""
         self.q, self.v = q, v
+        self.state_id += 1
         self.start.valid = False  # its buffers were overwritten without the Python-side fields
-        accepted, rejected, queries, n_last = counts.tolist()
-        min_dt, max_dt, phi, st.sim_time, last_dt, _, _ = window.tolist()
-        st.accepted += accepted
-        st.rejected += rejected
-        st.geometry_queries += queries
-        st.min_signed_distance = min(st.min_signed_distance, phi)
-        w = self._window
-        w[WIN_MIN_PHI] = min(w[WIN_MIN_PHI], phi)
-        if accepted:
-            st.min_dt, st.max_dt = min(st.min_dt, min_dt), max(st.max_dt, max_dt)
-            w[WIN_MIN_DT], w[WIN_MAX_DT] = min(w[WIN_MIN_DT], min_dt), max(w[WIN_MAX_DT], max_dt)
-            self._bind_contacts(self.mid, n_last)
+        if stepped:
+            self._bind_contacts(self.mid, int(self._counts[COUNT_LAST_CONTACTS]))
             self._last_gains = self._no_gain
-            self.last_solution = (self.mid, self.v, 0.5 * last_dt, self._no_gain)
+            self.last_solution = (self.mid, self.v, 0.5 * self._window[WIN_LAST_DT], self._no_gain)
             self.frozen_results = None
 
     # ----------------------------------------------------------------------------------------------------------

@@ -10,15 +10,21 @@ A task subclass defines::
     _check_config(config)       validate the merged config once; set action_space and observation_space
     _build()                    -> (MultibodySystem, [external systems])   once per env
     _reset_task(options)        draw the episode (start state, goal, randomization) with self.np_random
+    _after_reset()              the task's bookkeeping of the start state (reads self.view)
     _apply_action(action)       action (n,) in [−1, 1] -> controller set-points
+    View                        the task's :class:`StateView`: the named quantities of one state
     _observe()                  -> observation (noise-free; a dict for goal-conditioned tasks)
     _after_advance()            the task's bookkeeping once per env step, after advance_to, before the
                                 observation (goal reached and redrawn, contact and air-time counters)
     _task_info()                -> the task's own keys of a step's info (counters, events)
-    _reward_terms(action, prev) -> {name: scaled value}; the reward is their sum
     evaluate()                  -> {"success": bool, ...} (success kept apart from reward, as ManiSkill does)
+    _reward_terms(action, prev, evaluation) -> {name: scaled value}; the reward is their sum
     _terminated()               -> bool
     _task_state() / _set_task_state(state)   the task's own episode variables (goal, flags)
+
+A step: set-points from the action, ``advance_to``, a new ``self.view`` of the reached state, ``_after_advance()``,
+the observation, ``evaluation = evaluate()`` once, then the reward terms (given ``evaluation``), termination and info.
+Everything after ``_after_advance`` only reads.
 
 Common options (constructor kwargs, all validated; task options come from ``default_config()`` too):
 
@@ -104,6 +110,20 @@ def merge_config(defaults, overrides, env_name):
     return config
 
 
+class StateView:
+    """What a task reads of one simulator state: built by the env once per state (after ``reset``, after each
+    ``advance_to``, after ``set_state``) and never changed, so the observation, the reward, the success test, the
+    termination and scripted teachers share every quantity, each computed once; nothing has to detect whether the
+    state changed. ``q``, ``v`` (copies) and ``t`` of the state; a task subclasses it (its ``View``) with its named
+    quantities, computed in ``__init__`` or, where not every step needs them, as ``functools.cached_property`` (on
+    first use). Readers must not modify what it holds."""
+
+    def __init__(self, env):
+        sim = env.sim
+        self.env = env
+        self.q, self.v, self.t = sim.q, sim.v, sim.t
+
+
 @dataclass(frozen=True)
 class Segment:
     """One named part of a flat observation: ``size`` numbers, Gaussian noise of standard deviation ``noise`` at
@@ -173,6 +193,7 @@ class CenicEnv(gym.Env):
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 20}
     OBS: ObsLayout | None = None  # the task's flat observation, declared once (see ObsLayout)
+    View: type = StateView  # what the task reads of one state (see StateView)
 
     def __init_subclass__(cls, **kwargs):
         """A task's docstring shows its declared observation: the line ``OBSERVATION_TABLE`` becomes ``OBS.table()``."""
@@ -210,6 +231,7 @@ class CenicEnv(gym.Env):
         self._pending = []
         self._steps = 0
         self._last_obs = None
+        self.view = None  # the current state's View, from the first reset on
 
     # -- to be defined by tasks ----------------------------------------------------------------------------------
     @staticmethod
@@ -238,15 +260,22 @@ class CenicEnv(gym.Env):
         (``OBS``), else none."""
         return 0.0 if self.OBS is None else self.OBS.noise_scale
 
+    def _after_reset(self):
+        """The task's bookkeeping of the start state, once after ``_reset_task`` with ``self.view`` built (filters
+        started from the start state; default: nothing)."""
+
     def _after_advance(self):
         """The task's per-step bookkeeping, once after each ``advance_to`` and before the observation: the one
         place a step changes the episode's own variables (a goal reached and redrawn, contact counters), so that
         observing, rewarding and evaluating are free of side effects (default: nothing)."""
 
-    def _reward_terms(self, action, prev_action):
+    def evaluate(self):
+        """-> {"success": bool, ...} of the current state (reads ``self.view``; no side effects)."""
         raise NotImplementedError
 
-    def evaluate(self):
+    def _reward_terms(self, action, prev_action, evaluation):
+        """-> {term: scaled value} of the step that applied ``action`` after ``prev_action`` and reached the current
+        state, whose :meth:`evaluate` is ``evaluation``."""
         raise NotImplementedError
 
     def _terminated(self):
@@ -275,6 +304,8 @@ class CenicEnv(gym.Env):
         super().reset(seed=seed)
         self.sim.restore(self._initial)
         self._reset_task(options or {})
+        self.view = self.View(self)
+        self._after_reset()
         self._prev_action = np.zeros(self.action_space.shape[0])
         self._pending = [self._prev_action.copy() for _ in range(self.config["action_delay"])]
         self._steps = 0
@@ -294,6 +325,7 @@ class CenicEnv(gym.Env):
         try:
             self._apply_action(applied)
             stats = self.sim.advance_to(self.sim.t + self.control_period, inputs_changed=True)
+            self.view = self.View(self)
             self._after_advance()
             obs = self._observe()
             _check_finite(obs)
@@ -302,30 +334,16 @@ class CenicEnv(gym.Env):
             return copy.deepcopy(self._last_obs), 0.0, False, True, info
         self._steps += 1
         self._prev_action = action
-        terms = self._reward_terms(action, prev)
+        evaluation = self.evaluate()
+        terms = self._reward_terms(action, prev, evaluation)
         reward = float(sum(terms.values()))
-        success = bool(self.evaluate()["success"])
         obs = self._noisy(obs)
         self._last_obs = obs
-        info = {"is_success": success, **_integrator_info(stats), **{f"reward/{k}": float(v) for k, v in terms.items()},
-                **self._task_info()}
+        info = {"is_success": bool(evaluation["success"]), **_integrator_info(stats),
+                **{f"reward/{k}": float(v) for k, v in terms.items()}, **self._task_info()}
         if self.render_mode == "human":
             self.render()
         return obs, reward, bool(self._terminated()), False, info
-
-    def _per_state(self, key, compute):
-        """``compute()`` once per simulator state, memoized under ``key`` (observation, reward terms, ``evaluate()``
-        and termination of one env step all read the same poses and contacts). The memo is keyed on the identity
-        of the integrator's q and v arrays, which every accepted step, ``set_state`` and ``restore`` replace (never
-        write), and on t. Callers must not modify what it returns."""
-        it = self.sim.integrator
-        memo = self.__dict__.get("_state_memo")
-        if memo is None or memo[0] is not it.q or memo[1] is not it.v or memo[2] != it.t:
-            memo = self._state_memo = (it.q, it.v, it.t, {})
-        values = memo[3]
-        if key not in values:
-            values[key] = compute()
-        return values[key]
 
     def _check_action(self, action):
         try:
@@ -415,6 +433,7 @@ class CenicEnv(gym.Env):
         self._prev_action = state.prev_action.copy()
         self._pending = [a.copy() for a in state.pending]
         self._set_task_state(copy.deepcopy(state.task))
+        self.view = self.View(self)
         obs = self._observe()  # the observation to repeat after a failure (noise-free: no draw from the RNG)
         self._last_obs = {k: np.asarray(v, np.float32) for k, v in obs.items()} if isinstance(obs, dict) \
             else np.asarray(obs, np.float32)

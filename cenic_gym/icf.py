@@ -26,8 +26,8 @@ and first / second derivative along a search direction (``<pool>_pool_line``: li
 docs/physics.md §3.2); :mod:`cenic_gym.solver` sums them. All kernels are numba, no fastmath. The pool and per-contact
 kernels the Newton loop calls are inlined (``inline="always"``): a call that passes a pool by value increments and
 decrements the reference count of each of its arrays (the four pools hold 24), which had cost more than the pools'
-own arithmetic in a line-search evaluation (Go1: 0.55 µs per evaluation, 0.20 µs inlined; RESULTS.md "Engine speed:
-no reference counting in the Newton loop").
+own arithmetic in a line-search evaluation (Go1: 0.55 µs per evaluation, 0.20 µs inlined; docs/performance.md "The
+convex solve").
 """
 from __future__ import annotations
 

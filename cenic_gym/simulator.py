@@ -146,7 +146,7 @@ class Simulator:
                                           impact_friction=impact_friction)
         if record:
             self.integrator.history = []
-        self._kin = None  # (q, v, data) of the last kinematics for body_pose / body_velocity
+        self._kin = None  # (integrator.state_id, data): the kinematics of body_pose / body_velocity at that state
 
     # -- state ----------------------------------------------------------------------------------------------------
     @property
@@ -337,11 +337,11 @@ class Simulator:
 
     def _kinematics(self):
         it = self.integrator
-        if self._kin is None or self._kin[0] is not it.q or self._kin[1] is not it.v:
-            data = self._kin[2] if self._kin is not None else self.system.model.createData()
+        if self._kin is None or self._kin[0] != it.state_id:
+            data = self._kin[1] if self._kin is not None else self.system.model.createData()
             pin.forwardKinematics(self.system.model, data, it.q, it.v)
-            self._kin = (it.q, it.v, data)
-        return self._kin[2]
+            self._kin = (it.state_id, data)
+        return self._kin[1]
 
     def body_pose(self, name):
         """World position (3,) [m] and rotation (3, 3) of a body (add_body name), robot link ("<robot>/<link>"),

@@ -200,7 +200,7 @@ def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, coupl
     floating-point sum as ``_line_eval`` at α = 0 (quadratic part, then the pools' costs in the same order; every
     pool's line cost at α = 0 is its cost's expression), so passing it saves one evaluation per Newton iteration
     without changing any result (checked bit for bit on every Newton iterate of captured CenicAllegro-v0 problems,
-    RESULTS.md "Inside the convex solve on CenicAllegro-v0"). blocks: A's partition (:func:`block_matvec`)."""
+    docs/performance.md "The convex solve"). blocks: A's partition (:func:`block_matvec`)."""
     Ap = block_matvec(A, p, blocks)
     qa = p @ Ap
     qb = v @ Ap - r @ p
@@ -747,7 +747,7 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     loads the others' stiff normals), so the map b ↦ γ_n(v*(b)) couples the contacts and need not contract: on the
     Allegro cube the former fixed-point iteration (Anderson(1) with one scalar weight) ended without agreement in
     114 of 2057 iterations (1 in 18, each a rejected step), Newton in 11, with 28 % fewer solves
-    (``benchmarks/solver_convergence.py``, RESULTS.md "Convex solves on CenicAllegro-v0").
+    (``benchmarks/solver_convergence.py``, docs/performance.md "The convex solve").
     Every solve is the same strictly convex problem with other constants (ℓ_t = μ b ‖v_t‖_s with b frozen). The
     iteration stops when bounds and normal impulses agree; after :data:`MAX_FRICTION_SOLVES` solves without
     agreement stats[CONVERGED] is set to 0, so that the step is rejected and retried smaller.

@@ -201,7 +201,7 @@ def init_ray(address: str | None = None, **kwargs):
     (``include_dashboard=False``), without forwarding the workers' stdout/stderr to this process
     (``log_to_driver=False``; the workers' logs stay in Ray's session folder) and, for a local Ray it starts, without
     task-event reporting (:data:`LEAN_SYSTEM_CONFIG`: ~0.2–0.3 ms less CPU per actor call, driver and actor together,
-    ``benchmarks/RESULTS.md``): on a small machine all of these take CPU from the actors. ``kwargs`` go to
+    ``docs/performance.md``, "Ray vector envs"): on a small machine all of these take CPU from the actors. ``kwargs`` go to
     ``ray.init``. A Ray already initialized (e.g. the user's own ``ray.init(address=...)``) is left as it is."""
     import ray
 

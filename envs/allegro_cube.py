@@ -190,8 +190,8 @@ OBSERVATION_TABLE
 
     - orientation (1.0): 1 − θ/π ∈ [0, 1], θ the angle of q_goal ⊗ q_cube⁻¹ [rad] (before a reached goal is
       replaced). Positive while the cube is in hand, so ending an episode by a drop never pays: with a cost −θ
-      per step (this env's first version) PPO learned to drop the cube early (benchmarks/RESULTS.md, "PPO
-      progress"), the reward-hacking a termination invites when every step in hand is negative.
+      per step (this env's first version) PPO learned to drop the cube early (docs/performance.md,
+      "Task definitions that measurements changed"), the reward-hacking a termination invites when every step in hand is negative.
     - position (−10.0): ‖cube centre − its start position over the palm‖ [m]
     - success (10.0): 1 on a step that reaches the goal (θ < 0.1 rad, cube in hand)
     - drop (−20.0): 1 on the step the cube is dropped
@@ -357,7 +357,7 @@ OBSERVATION_TABLE
     # -- per-step bookkeeping (once after each advance: goal reached, drop, next goal) ---------------------------
     def _after_advance(self):
         c = self.config
-        q_cube = self.sim.q[self.cube_q]
+        q_cube = self.view.q[self.cube_q]
         self.rot_error = rotation_angle(rotation_to_goal(q_cube[3:7], self.goal))
         self.dropped = bool(q_cube[2] - PALM_FACE_Z <= c["drop_height"])
         if not self.dropped and self.rot_error < c["success_threshold_wide"] and not self.wide_reached:
@@ -371,7 +371,7 @@ OBSERVATION_TABLE
 
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _observe(self):
-        q, v = self.sim.q, self.sim.v
+        q, v = self.view.q, self.view.v
         qh = q[self.hand_q]
         q_cube = q[self.cube_q]
         obs = OBS.pack(qh, self.q_target - qh, q_cube[:3] - self.palm_centre, rotation_to_goal(q_cube[3:7], self.goal),
@@ -406,14 +406,14 @@ OBSERVATION_TABLE
 
 
     # -- reward, success, termination ----------------------------------------------------------------------------
-    def _reward_terms(self, action, prev_action):
+    def _reward_terms(self, action, prev_action, evaluation):
         c = self.config
-        q, v = self.sim.q, self.sim.v
+        q, v = self.view.q, self.view.v
         tau = self.sim.applied_effort(self.pd)
         terms = dict(
             orientation=1.0 - self.rot_error / math.pi,
             position=float(np.linalg.norm(q[self.cube_q][:3] - self.home)),
-            success=float(self.reached),
+            success=float(evaluation["success"]),
             drop=float(self.dropped),
             hand_pose=float(np.sum((q[self.hand_q] - NOMINAL) ** 2)),
             action_rate=float(np.sum((action - prev_action) ** 2)),
@@ -496,7 +496,7 @@ class ScriptedRotator:
     the palm's −y edge at the cube's mid-height: damped least squares reaches (−0.048, −0.057, 0.054)), a post on
     the thumb side that the pushes' −y drift runs into (None: the thumb stays at NOMINAL, lying open). Over seeds
     0–59 and 100–119 it turns the cube 68 times in 80 without a drop, against 57 with 4 drops for the open thumb
-    (``benchmarks/RESULTS.md``, "Scripted rotator: a thumb wall"). The
+    (``docs/performance.md``, "The scripted Allegro rotator"). The
     rotation so far is the sum of the yaw increments between observations (:func:`yaw_increment`). Stall rescue:
     after ``stall_steps`` control periods in which the rotation moved less than 1°, every zone is widened by
     ``stall_widen`` at both ends and edges deep in a zone may be approached, until the cube turns again; every
@@ -511,7 +511,7 @@ class ScriptedRotator:
     extended by ``reach_widen`` [rad], so a pushing finger goes on while it reaches its edge and an edge out of
     one finger's reach is left to the next (a drifted cube's front edge: in the middle finger's zone, reached by
     the ring). Over 80 seeds (measured with the thumb open) it drops the cube less (1 vs 4) but turns it no more
-    often (74 % vs 71 %) and more slowly (``benchmarks/RESULTS.md``, "Scripted rotator: edges by reachability"):
+    often (74 % vs 71 %) and more slowly (``docs/performance.md``, "The scripted Allegro rotator"):
     the stalls it meets are cubes behind the heel line whose every edge is out of all fingertips' reach or
     heel-guarded.
 
@@ -528,7 +528,7 @@ class ScriptedRotator:
     stalled (``stall_steps``), never interrupting a turning cube. It
     carries a drifted cube 10–15 mm forward when both fingertips land, but over seeds 0–59 and 100–119 (thumb
     open) it turns the cube no more often than the relay alone (56/80 with touch and stall gating, 41/80 without,
-    against 57/80: ``benchmarks/RESULTS.md``, "Scripted rotator: a re-centring pinch"): most failing cubes are
+    against 57/80: ``docs/performance.md``, "The scripted Allegro rotator"): most failing cubes are
     2–3 cm on the thumb side or yawed > 25° when they cross the line, where no pair of fingertips reaches both
     faces, and a pinch that lands on one face first pushes the cube back.
 

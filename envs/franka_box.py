@@ -6,13 +6,15 @@ arm) and a box on the table. The table top is a half-space (μ 0.5); its footpri
 from __future__ import annotations
 
 import math
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
 from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, InverseDynamicsPD, JointPD, SceneBuilder
-from cenic_gym.env import CenicEnv, ObsLayout, Segment
+from cenic_gym.env import CenicEnv, ObsLayout, Segment, StateView
 from cenic_gym.model import matrix_to_quat_xyzw
 from cenic_gym.scenes import min_jerk, panda_ik
 
@@ -103,6 +105,59 @@ OBS = ObsLayout(
     Segment("target", 3, 0.0, "target: box centre at rest there [m]"),
     Segment("previous_action", 8, 0.0, "previous action"),
 )
+
+
+class Placement(NamedTuple):
+    """Where the box is with respect to its target: ``d_xy`` [m] box centre → target horizontally, ``tilt`` [rad]
+    of its z axis from vertical, ``dz`` [m] box height above its rest height, ``placed``: within
+    ``success_radius``, tilted less than ``success_tilt`` and at rest height (|Δz| < 1 cm)."""
+
+    d_xy: float
+    tilt: float
+    dz: float
+    placed: bool
+
+
+class FingerContacts(NamedTuple):
+    """Contacts of the last accepted step: left finger–box, right finger–box, hand or finger–table."""
+
+    left: bool
+    right: bool
+    table: bool
+
+
+class FrankaView(StateView):
+    """The quantities of one state the task reads (world frame): TCP pose ``p_tcp``, ``R_tcp``; box pose ``p_box``,
+    ``R_box`` and velocity ``v_box``, ``w_box``; on first use the finger ``contacts`` (:class:`FingerContacts`) and
+    the box's ``placement`` (:class:`Placement`), shared by the reward's stages, ``evaluate()`` and the teachers."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        sim = env.sim
+        self.p_tcp, self.R_tcp = sim.body_pose(pc.TCP)
+        self.p_box, self.R_box = sim.body_pose("box")
+        self.v_box, self.w_box = sim.body_velocity("box")
+
+    @cached_property
+    def contacts(self):
+        e = self.env
+        cr = e.sim.contact_results()
+        pairs = set(zip(cr.geom_a.tolist(), cr.geom_b.tolist()))
+        pairs |= {(b, a) for a, b in pairs}
+        touching = {a for a, b in pairs if b == e.box_geom}
+        on_table = {a for a, b in pairs if b == e.table_geom}
+        return FingerContacts(bool(touching & e.left_geoms), bool(touching & e.right_geoms),
+                              bool(on_table & e.hand_geoms))
+
+    @cached_property
+    def placement(self):
+        e = self.env
+        c = e.config
+        d_xy = float(np.linalg.norm((self.p_box - e.target)[:2]))
+        tilt_box = tilt(self.R_box)
+        dz = self.p_box[2] - e.rest_z
+        return Placement(d_xy, tilt_box, dz,
+                         bool(d_xy < c["success_radius"] and tilt_box < c["success_tilt"] and abs(dz) < 0.01))
 
 
 class FrankaBoxEnv(CenicEnv):
@@ -218,6 +273,7 @@ OBSERVATION_TABLE
     """
 
     OBS = OBS  # the module's declaration (the scripted policies read its slices too)
+    View = FrankaView
 
     RESET_OPTIONS = ("box_pose", "target_xy")
 
@@ -346,13 +402,13 @@ OBSERVATION_TABLE
         """Start grasped: the TCP at the grasp point with the start pose's hand orientation (IK), each finger
         5 mm clear of the box's extent along the closing axis, then the gripper closes for ``grasp_settle`` [s]."""
         sim = self.sim
-        s = self._compute_state()
-        rel = yaw - math.atan2(s["R_tcp"][1, 0], s["R_tcp"][0, 0])  # box yaw relative to the hand [rad]
+        s = self.View(self)  # the start state drawn so far
+        rel = yaw - math.atan2(s.R_tcp[1, 0], s.R_tcp[0, 0])  # box yaw relative to the hand [rad]
         lx, ly = self.box_dims[:2]
         across = min(ly / max(abs(math.cos(rel)), 1e-9), lx / max(abs(math.sin(rel)), 1e-9))  # box width [m]
         q = sim.q
         q[self.system.robot_q_indices(pc.ROBOT)[7:]] = min(0.5 * across + 0.005, pc.FINGER_OPEN)  # both fingers
-        q = panda_ik(self.system, self._grasp_point(s), s["R_tcp"], q_init=q, frame=pc.TCP, tol=1e-8)
+        q = panda_ik(self.system, self._grasp_point(s), s.R_tcp, q_init=q, frame=pc.TCP, tol=1e-8)
         sim.set_state(q=q, v=np.zeros(self.system.nv))
         self.arm.set_target(q_d=q[self.arm_q], v_d=0.0)
         self.grip.set_target(q_d=0.0)
@@ -390,54 +446,29 @@ OBSERVATION_TABLE
         return q[self.arm_q]
 
     # -- what the policy sees ------------------------------------------------------------------------------------
-    def _state(self):
-        """Named quantities of the current state (world frame); computed once per simulator state."""
-        return self._per_state("state", self._compute_state)
-
-    def _compute_state(self):
-        sim = self.sim
-        q, v = sim.q, sim.v
-        p_tcp, R_tcp = sim.body_pose(pc.TCP)
-        p_box, R_box = sim.body_pose("box")
-        v_box, w_box = sim.body_velocity("box")
-        return dict(q=q, v=v, p_tcp=p_tcp, R_tcp=R_tcp, p_box=p_box, R_box=R_box, v_box=v_box, w_box=w_box)
-
     def _observe(self):
-        s = self._state()
-        return OBS.pack(s["q"][self.arm_q], s["v"][self.arm_v], [2.0 * s["q"][self.finger_q][0]], s["p_tcp"],
-                        quat_xyzw(s["R_tcp"]), s["p_box"], quat_xyzw(s["R_box"]),
-                        np.concatenate([s["v_box"], s["w_box"]]), s["p_box"] - s["p_tcp"], self.target,
+        s = self.view
+        return OBS.pack(s.q[self.arm_q], s.v[self.arm_v], [2.0 * s.q[self.finger_q][0]], s.p_tcp,
+                        quat_xyzw(s.R_tcp), s.p_box, quat_xyzw(s.R_box),
+                        np.concatenate([s.v_box, s.w_box]), s.p_box - s.p_tcp, self.target,
                         self._prev_action)
 
 
     # -- contacts, reward, success -------------------------------------------------------------------------------
-    def _contacts(self):
-        """(left finger touches box, right finger touches box, hand or finger touches table); once per state."""
-        return self._per_state("contacts", self._compute_contacts)
-
-    def _compute_contacts(self):
-        cr = self.sim.contact_results()
-        pairs = set(zip(cr.geom_a.tolist(), cr.geom_b.tolist()))
-        pairs |= {(b, a) for a, b in pairs}
-        touching = {a for a, b in pairs if b == self.box_geom}
-        on_table = {a for a, b in pairs if b == self.table_geom}
-        return (bool(touching & self.left_geoms), bool(touching & self.right_geoms),
-                bool(on_table & self.hand_geoms))
-
     def _grasp_point(self, s):
         """3 cm below the box top, on the box axis (world)."""
-        return s["p_box"] + s["R_box"] @ np.array([0.0, 0.0, 0.5 * self.box_dims[2] - 0.03])
+        return s.p_box + s.R_box @ np.array([0.0, 0.0, 0.5 * self.box_dims[2] - 0.03])
 
-    def _reward_terms(self, action, prev_action):
+    def _reward_terms(self, action, prev_action, evaluation):
         c = self.config
-        s = self._state()
-        left, right, table = self._contacts()
+        s = self.view
+        left, right, table = s.contacts
         grasp = float(left and right)
-        d_xy, tilt_box, dz, placed = self._placement(s)
+        d_xy, tilt_box, dz, placed = s.placement
         near = d_xy < c["place_zone"]  # above the target: lowering the box costs no lift or transport credit
         opening = min(max(float(np.asarray(self.grip.q_d)[0]) / pc.FINGER_OPEN, 0.0), 1.0)  # commanded, 0 … 1
         terms = dict(  # placed: every earlier stage is paid in full, however the fingers hold the box
-            reach=1.0 if grasp or placed else 1.0 - math.tanh(10.0 * np.linalg.norm(self._grasp_point(s) - s["p_tcp"])),
+            reach=1.0 if grasp or placed else 1.0 - math.tanh(10.0 * np.linalg.norm(self._grasp_point(s) - s.p_tcp)),
             grasp=1.0 if placed else grasp,
             lift=1.0 if placed else grasp * (1.0 if near else min(max(dz / c["lift_height"], 0.0), 1.0)),
             transport=1.0 if placed else grasp * float(dz > 0.02 or near) * (1.0 - math.tanh(5.0 * d_xy)),
@@ -452,33 +483,20 @@ OBSERVATION_TABLE
     def evaluate(self):
         """Success and its parts (kept apart from the reward)."""
         c = self.config
-        s = self._state()
+        s = self.view
         if c["task"] == "reach":
-            d = float(np.linalg.norm(s["p_tcp"] - self.target))
+            d = float(np.linalg.norm(s.p_tcp - self.target))
             return dict(success=d < c["goal_threshold"], distance=d)
-        left, right, _ = self._contacts()
-        d_xy, tilt_box, _, placed = self._placement(s)
-        still = np.linalg.norm(s["v_box"]) < c["rest_speed"] and np.linalg.norm(s["w_box"]) < c["rest_spin"]
+        left, right, _ = s.contacts
+        d_xy, tilt_box, _, placed = s.placement
+        still = np.linalg.norm(s.v_box) < c["rest_speed"] and np.linalg.norm(s.w_box) < c["rest_spin"]
         released = not (left or right)
         return dict(success=bool(placed and still and released), distance_xy=d_xy, tilt=tilt_box, released=released,
                     at_rest=bool(still))
 
-    def _placement(self, s):
-        """(d_xy [m] box → target horizontally, tilt [rad], Δz [m] box height above its rest, placed): placed = within
-        ``success_radius``, tilted less than ``success_tilt`` and at rest height (|Δz| < 1 cm); the reward's
-        stages and :meth:`evaluate` share it, computed once per state (``s`` is that state's :meth:`_state`)."""
-        return self._per_state("placement", lambda: self._compute_placement(s))
-
-    def _compute_placement(self, s):
-        c = self.config
-        d_xy = float(np.linalg.norm((s["p_box"] - self.target)[:2]))
-        tilt_box = tilt(s["R_box"])
-        dz = s["p_box"][2] - self.rest_z
-        return d_xy, tilt_box, dz, bool(d_xy < c["success_radius"] and tilt_box < c["success_tilt"] and abs(dz) < 0.01)
-
     def _terminated(self):
         (x0, x1), (y0, y1) = self.config["table_xy"]
-        p = self.sim.body_pose("box")[0]
+        p = self.view.p_box
         return not (x0 <= p[0] <= x1 and y0 <= p[1] <= y1) or p[2] < 0.0
 
     def _render_markers(self):
@@ -518,14 +536,14 @@ class FrankaBoxGoalEnv(FrankaBoxEnv):
                                              desired_goal=goal)
 
     def _achieved_goal(self):
-        s = self._state()
-        return s["p_tcp"] if self.config["task"] == "reach" else s["p_box"]
+        s = self.view
+        return s.p_tcp if self.config["task"] == "reach" else s.p_box
 
     def _observe(self):
         return dict(observation=super()._observe(), achieved_goal=self._achieved_goal().copy(),
                     desired_goal=self.target.copy())
 
-    def _reward_terms(self, action, prev_action):
+    def _reward_terms(self, action, prev_action, evaluation):
         # the goals as the observation holds them (float32): HER's relabelled rewards match the step's
         r = self.compute_reward(np.asarray(self._achieved_goal(), np.float32), np.asarray(self.target, np.float32), {})
         return {"goal": float(r)}
@@ -569,12 +587,12 @@ class ScriptedExpert:
 
     def reset(self):
         e = self.env
-        s = e._state()
+        s = e.view
         grasp = e._grasp_point(s)
-        yaw = math.atan2(s["R_box"][1, 0], s["R_box"][0, 0])
+        yaw = math.atan2(s.R_box[1, 0], s.R_box[0, 0])
         yaw = (yaw + math.pi / 2) % math.pi - math.pi / 2  # the box is symmetric under a half turn
         R = pin.utils.rpyToMatrix(0.0, 0.0, yaw) @ pc.HAND_DOWN
-        place = e.target + (grasp - s["p_box"]) + np.array([0.0, 0.0, 0.004])  # grasp point when placed
+        place = e.target + (grasp - s.p_box) + np.array([0.0, 0.0, 0.004])  # grasp point when placed
         up = np.array([0.0, 0.0, self.LIFT])
         above = grasp + np.array([0.0, 0.0, 0.12])
         self.plan = [("approach", 1.6, 1.0, above), ("descend", 1.0, 1.0, grasp), ("close", 0.6, -1.0, grasp),
@@ -582,7 +600,7 @@ class ScriptedExpert:
                      ("lower", 1.2, -1.0, place), ("open", 0.6, 1.0, place), ("retreat", 1.0, 1.0, place + up)]
         self.R = R
         self.t0 = e.sim.t
-        self.start = s["p_tcp"]
+        self.start = s.p_tcp
         self.phase = 0
         self.q = e.sim.q
 
@@ -650,16 +668,16 @@ class CartesianExpert:
 
     def __call__(self, obs=None):
         e = self.env
-        s = e._state()
-        left, right, _ = e._contacts()
-        d_xy, tilt_box, dz, _ = e._placement(s)
-        p_tcp, grasp = s["p_tcp"], e._grasp_point(s)
-        top = s["p_box"][2] + 0.5 * e.box_dims[2]
+        s = e.view
+        left, right, _ = s.contacts
+        d_xy, tilt_box, dz, _ = s.placement
+        p_tcp, grasp = s.p_tcp, e._grasp_point(s)
+        top = s.p_box[2] + 0.5 * e.box_dims[2]
         closing = e._prev_action[7] < 0.0
         bound = 1.0
-        hand_yaw = math.atan2(s["R_tcp"][1, 0], s["R_tcp"][0, 0])
+        hand_yaw = math.atan2(s.R_tcp[1, 0], s.R_tcp[0, 0])
         yaw = hand_yaw  # the hand's yaw to hold; while reaching for the box: the box's, the closer of its two
-        box_yaw = math.atan2(s["R_box"][1, 0], s["R_box"][0, 0])
+        box_yaw = math.atan2(s.R_box[1, 0], s.R_box[0, 0])
         yaw_error = (box_yaw - hand_yaw + 0.5 * math.pi) % math.pi - 0.5 * math.pi  # both are half-turn symmetric
         resting = abs(dz) < 0.004 and tilt_box < 0.2
         if resting and d_xy < self.PLACE_XY:  # placed: let go, then retreat above it
@@ -693,5 +711,5 @@ class CartesianExpert:
         move = np.clip(np.clip(self.GAIN * (goal - p_tcp) / self.scale, -bound, bound), prev - self.JERK,
                        prev + self.JERK)
         R_goal = pin.utils.rpyToMatrix(0.0, 0.0, yaw) @ pc.HAND_DOWN  # hand down at that yaw
-        turn = np.clip(self.GAIN * pin.log3(R_goal @ s["R_tcp"].T) / self.rot_scale, -1.0, 1.0)
+        turn = np.clip(self.GAIN * pin.log3(R_goal @ s.R_tcp.T) / self.rot_scale, -1.0, 1.0)
         return np.array([*move, *turn, 0.0, grip], dtype=np.float32)

@@ -15,7 +15,7 @@ import pinocchio as pin
 from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder, Simulator
-from cenic_gym.env import CenicEnv, ObsLayout, Segment
+from cenic_gym.env import CenicEnv, ObsLayout, Segment, StateView
 from cenic_gym.model import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
 from . import go1_constants as gc
@@ -152,6 +152,20 @@ OBS = ObsLayout(
 )
 
 
+class QuadrupedView(StateView):
+    """The quantities of one state the task reads: base rotation ``R`` (world ← base), base linear velocity in the
+    world frame ``v_world`` and in the base frame ``v_base`` (Rᵀ v_world) [m/s], base angular velocity ``omega``
+    (base frame) [rad/s]."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        vb = self.v[env.base_v]
+        self.R = quat_xyzw_to_matrix(self.q[env.base_q][3:7])
+        self.v_world = vb[:3].copy()
+        self.omega = vb[3:].copy()
+        self.v_base = self.R.T @ self.v_world
+
+
 class QuadrupedEnv(CenicEnv):
     """## Description
 
@@ -252,6 +266,7 @@ OBSERVATION_TABLE
     """
 
     OBS = OBS  # the module's declaration (the scripted policies read its slices too)
+    View = QuadrupedView
 
     RESET_OPTIONS = ("command",)
     N_POLICY_OBS, N_CRITIC_OBS = OBS.size, 88
@@ -363,6 +378,8 @@ OBSERVATION_TABLE
         self.foot_slip = np.zeros(4)
         self.base_contact = False
         self.params = params
+
+    def _after_reset(self):
         self.vel_avg = self._tracked_velocity()
 
     def _start_pose(self, yaw):
@@ -474,30 +491,15 @@ OBSERVATION_TABLE
         self.vel_avg = self.vel_avg + alpha * (self._tracked_velocity() - self.vel_avg)
 
     # -- what the policy sees ------------------------------------------------------------------------------------
-    def _base(self):
-        """(q, v, R, v_world, ω, v_base): the state (read-only views), base rotation R (world ← base), base linear
-        velocity in the world frame and in the base frame (Rᵀ v_world) [m/s], and angular velocity (base frame)
-        [rad/s]. Computed once per state (the integrator replaces its q and v arrays at every change, which is what
-        ``Simulator`` keys its own kinematics cache on)."""
-        it = self.sim.integrator
-        cache = self.__dict__.get("_base_cache")
-        if cache is None or cache[0] is not it.q or cache[1] is not it.v:
-            q, v = it.q, it.v
-            vb = v[self.base_v]
-            R = quat_xyzw_to_matrix(q[self.base_q][3:7])
-            v_world = vb[:3].copy()
-            cache = (q, v, R, v_world, vb[3:].copy(), R.T @ v_world)
-            self._base_cache = cache
-        return cache
-
     def _tracked_velocity(self):
         """(v_x, v_y, ω_z) of the base in its own frame [m/s, rad/s]: what the command asks for."""
-        _, _, _, _, omega, v = self._base()
-        return np.array([v[0], v[1], omega[2]])
+        s = self.view
+        return np.array([s.v_base[0], s.v_base[1], s.omega[2]])
 
     def _observe(self):
-        q, v, R, _, omega, v_base = self._base()
-        obs = OBS.pack(v_base, omega, -R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v], self.applied,
+        s = self.view
+        q, v = s.q, s.v
+        obs = OBS.pack(s.v_base, s.omega, -s.R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v], self.applied,
                        self.command)
         if not self.config["privileged_obs"]:
             return obs
@@ -516,12 +518,13 @@ OBSERVATION_TABLE
 
     # -- reward, success, termination ----------------------------------------------------------------------------
     def _fallen(self):
-        R = self._base()[2]
+        R = self.view.R
         return bool(R[2, 2] < math.cos(self.config["flip_tilt"]) or self.base_contact)
 
-    def _reward_terms(self, action, prev_action):
+    def _reward_terms(self, action, prev_action, evaluation):
         c = self.config
-        _, _, R, v_world, omega, v = self._base()
+        s = self.view
+        R, v_world, omega, v = s.R, s.v_world, s.omega, s.v_base
         vx, vy, _ = v.tolist()  # base frame
         wx, wy, _ = (R @ omega).tolist()  # world frame
         wz, vz, r20, r21 = float(omega[2]), float(v_world[2]), float(R[2, 0]), float(R[2, 1])
@@ -541,7 +544,7 @@ OBSERVATION_TABLE
             action_rate=float(((action - prev_action) ** 2).sum()),
             feet_air_time=moving * float(((self.touchdown_air - c["air_time_target"]) * self.first_contact).sum()),
             foot_slip=float((self.foot_slip ** 2).sum()),
-            termination=float(self._fallen()),
+            termination=float(evaluation["fallen"]),
         )
         dt, scales = self.control_period, c["reward_scales"]
         return {k: scales[k] * v * dt for k, v in terms.items()}

@@ -8,13 +8,14 @@ physics showcase: suction is a stiff, attractive force element, integrated insid
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 import pinocchio as pin
 from gymnasium import spaces
 
 from cenic_gym import Box, ContactMaterial, JointPD, SceneBuilder
-from cenic_gym.env import CenicEnv, ObsLayout, Segment
+from cenic_gym.env import CenicEnv, ObsLayout, Segment, StateView
 from cenic_gym.external import PiecewiseLinear
 from cenic_gym.model import matrix_to_quat_xyzw
 from cenic_gym.scenes import min_jerk
@@ -112,6 +113,27 @@ OBS = ObsLayout(
 )
 
 
+class SuctionView(StateView):
+    """The quantities of one state the task reads (world frame): tool pose and velocity ``p_tool``, ``R_tool``,
+    ``v_tool``, ``w_tool``; the target box's ``p_box``, ``R_box``, ``v_box``, ``w_box``; the tote's position
+    ``p_tote`` and the centre of its floor's top ``tote_floor`` [m]; on first use the suction's cup–geometry
+    ``suction_pairs`` (:meth:`SuctionGripper.pairs`), shared by the observation, the holding test and the info."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        sim = env.sim
+        self.p_tool, self.R_tool = sim.body_pose(sc.TOOL)
+        self.v_tool, self.w_tool = sim.body_velocity(sc.TOOL)
+        self.p_box, self.R_box = sim.body_pose(env.box_names[0])
+        self.v_box, self.w_box = sim.body_velocity(env.box_names[0])
+        self.p_tote = sim.body_pose("tote")[0]
+        self.tote_floor = self.p_tote + np.array([0.0, 0.0, env.config["tote_floor"]])
+
+    @cached_property
+    def suction_pairs(self):
+        return self.env.suction.pairs(self.q)
+
+
 class SuctionPickEnv(CenicEnv):
     """## Description
 
@@ -204,6 +226,7 @@ OBSERVATION_TABLE
     """
 
     OBS = OBS  # the module's declaration (the scripted policies read its slices too)
+    View = SuctionView
 
     RESET_OPTIONS = ("target_pose", "tote_xy")
 
@@ -381,54 +404,31 @@ OBSERVATION_TABLE
         self.events = dict(attach_event=self.attached and not was, release_event=was and not self.attached)
 
     def _task_info(self):
-        force = self.suction.cup_forces(self.sim.q, self._suction_pairs())
+        s = self.view
+        force = self.suction.cup_forces(s.q, s.suction_pairs)
         return dict(self.events, attached=self.attached, **{"suction/on": self.suction.on, "suction/force": force})
 
     # -- what the policy sees ------------------------------------------------------------------------------------
-    def _state(self):
-        """Named quantities of the current state (world frame); computed once per simulator state."""
-        return self._per_state("state", self._compute_state)
-
-    def _compute_state(self):
-        sim = self.sim
-        p_tool, R_tool = sim.body_pose(sc.TOOL)
-        v_tool, w_tool = sim.body_velocity(sc.TOOL)
-        p_box, R_box = sim.body_pose(self.box_names[0])
-        v_box, w_box = sim.body_velocity(self.box_names[0])
-        p_tote = sim.body_pose("tote")[0]
-        return dict(q=sim.q, p_tool=p_tool, R_tool=R_tool, v_tool=v_tool, w_tool=w_tool, p_box=p_box, R_box=R_box,
-                    v_box=v_box, w_box=w_box, p_tote=p_tote)
-
-    def tote_floor(self, s=None):
-        """Centre of the tote's floor top (world) [m]."""
-        s = s or self._state()
-        return s["p_tote"] + np.array([0.0, 0.0, self.config["tote_floor"]])
-
     def _observe(self):
-        s = self._state()
-        q = s["q"]
-        yaw = yaw_of(s["R_tool"])
-        quat = matrix_to_quat_xyzw(s["R_box"])
+        s = self.view
+        q = s.q
+        yaw = yaw_of(s.R_tool)
+        quat = matrix_to_quat_xyzw(s.R_box)
         quat = -quat if quat[3] < 0 else quat
-        mouths = self.suction.mouth_distances(q, self._suction_pairs())
-        tote = self.tote_floor(s)
+        mouths = self.suction.mouth_distances(q, s.suction_pairs)
+        tote = s.tote_floor
         return OBS.pack(
-            s["p_tool"], [math.cos(yaw), math.sin(yaw)], s["v_tool"], [s["w_tool"][2]], q[self.cup_q],
-            mouths, [1.0 if self.suction.on else 0.0], s["p_box"], quat, np.concatenate([s["v_box"], s["w_box"]]),
-            0.5 * self.sizes[0], tote, s["p_box"] - s["p_tool"], tote - s["p_box"], self._prev_action)
+            s.p_tool, [math.cos(yaw), math.sin(yaw)], s.v_tool, [s.w_tool[2]], q[self.cup_q],
+            mouths, [1.0 if self.suction.on else 0.0], s.p_box, quat, np.concatenate([s.v_box, s.w_box]),
+            0.5 * self.sizes[0], tote, s.p_box - s.p_tool, tote - s.p_box, self._prev_action)
 
 
     # -- contacts, reward, success -------------------------------------------------------------------------------
-    def _suction_pairs(self):
-        """The suction's cup–geometry pairs at the current state (:meth:`SuctionGripper.pairs`), evaluated once per
-        state for the observation, reward, holding test and info."""
-        return self._per_state("suction_pairs", lambda: self.suction.pairs(self.sim.q))
-
     def _holding(self):
         """Number of cups holding the target: suction on, mouth within ``attach_distance`` of it, sealed (σ ≥ 0.9)."""
         if not self.suction.on:
             return 0
-        pairs = self._suction_pairs()
+        pairs = self.view.suction_pairs
         cups = {p.cup for p in pairs if p.geom == self.box_geoms[0] and p.distance < self.config["attach_distance"]
                 and p.seal >= 0.9 and p.cos_theta > 0.9}
         return len(cups)
@@ -439,27 +439,27 @@ OBSERVATION_TABLE
     def _in_tote(self, s):
         """(centre inside the inner footprint, resting height reached) of the target."""
         c = self.config
-        d = s["p_box"] - s["p_tote"]
+        d = s.p_box - s.p_tote
         inside = abs(d[0]) <= 0.5 * c["tote_inner"][0] and abs(d[1]) <= 0.5 * c["tote_inner"][1]
         return inside, abs(d[2] - self._rest_z()) < 0.01
 
-    def _reward_terms(self, action, prev_action):
+    def _reward_terms(self, action, prev_action, evaluation):
         c = self.config
-        s = self._state()
-        mouth = s["p_tool"] - np.array([0.0, 0.0, sc.MOUTH_BELOW_TOOL])
-        top = s["p_box"] + s["R_box"] @ np.array([0.0, 0.0, 0.5 * self.sizes[0, 2]])
+        s = self.view
+        mouth = s.p_tool - np.array([0.0, 0.0, sc.MOUTH_BELOW_TOOL])
+        top = s.p_box + s.R_box @ np.array([0.0, 0.0, 0.5 * self.sizes[0, 2]])
         holding = self._holding()
         attached = holding >= 2
-        dz = s["p_box"][2] - self.start_z
-        d_xy = float(np.linalg.norm((s["p_box"] - s["p_tote"])[:2]))
+        dz = s.p_box[2] - self.start_z
+        d_xy = float(np.linalg.norm((s.p_box - s.p_tote)[:2]))
         inside, low = self._in_tote(s)
-        rest = s["p_tote"] + np.array([0.0, 0.0, self._rest_z()])
+        rest = s.p_tote + np.array([0.0, 0.0, self._rest_z()])
         terms = dict(
             approach=1.0 - math.tanh(10.0 * np.linalg.norm(top - mouth)),
             seal=holding / sc.N_CUPS,
             lift=float(attached) * min(max(dz / c["lift_height"], 0.0), 1.0),
             transport=float(attached and dz > 0.02) * (1.0 - math.tanh(5.0 * d_xy)),
-            place=float(inside) * (1.0 - math.tanh(10.0 * np.linalg.norm(s["p_box"] - rest))),
+            place=float(inside) * (1.0 - math.tanh(10.0 * np.linalg.norm(s.p_box - rest))),
             release=float(inside and low and not self.suction.on),
             time=1.0,
         )
@@ -476,9 +476,9 @@ OBSERVATION_TABLE
     def evaluate(self):
         """Success and its parts (kept apart from the reward)."""
         c = self.config
-        s = self._state()
+        s = self.view
         inside, low = self._in_tote(s)
-        still = np.linalg.norm(s["v_box"]) < c["rest_speed"] and np.linalg.norm(s["w_box"]) < c["rest_spin"]
+        still = np.linalg.norm(s.v_box) < c["rest_speed"] and np.linalg.norm(s.w_box) < c["rest_spin"]
         released = not self.suction.on
         others = self._others_on_table()
         return dict(success=bool(inside and low and still and released and others), inside=bool(inside),
@@ -529,18 +529,18 @@ class ScriptedPicker:
 
     def reset(self):
         e = self.env
-        s = e._state()
+        s = e.view
         c = e.config
         below = sc.MOUTH_BELOW_TOOL
         h = e.sizes[0, 2]
-        top = s["p_box"][2] + 0.5 * h  # box top (upright start)
-        yaw = yaw_of(s["R_box"])
+        top = s.p_box[2] + 0.5 * h  # box top (upright start)
+        yaw = yaw_of(s.R_box)
         yaw = (yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4  # the cup array is symmetric under a quarter turn
         z = lambda tool_z: tool_z - sc.ROOT[2]  # noqa: E731  (joint value of a tool height)
-        bx, by = s["p_box"][:2] - sc.ROOT[:2]
-        tx, ty = e.tote_floor(s)[:2] - sc.ROOT[:2]
+        bx, by = s.p_box[:2] - sc.ROOT[:2]
+        tx, ty = s.tote_floor[:2] - sc.ROOT[:2]
         carry = c["tote_floor"] + c["tote_height"] + self.CLEAR + h + below  # tool height: box bottom clears walls
-        place = e.tote_floor(s)[2] + 0.005 + h + below
+        place = s.tote_floor[2] + 0.005 + h + below
         p = lambda x, y, zz: np.array([x, y, z(zz), yaw])  # noqa: E731
         above = p(bx, by, max(top + below + 0.06, carry))
         # (name, duration [s], suction, gantry target)
@@ -617,34 +617,34 @@ class SuctionExpert:
     def __call__(self, obs=None):
         e = self.env
         c = e.config
-        s = e._state()
-        p_tool, below = s["p_tool"], sc.MOUTH_BELOW_TOOL
-        extent = float(np.abs(s["R_box"][2]) @ (0.5 * e.sizes[0]))  # half the box's height in the world
-        top, bottom = s["p_box"][2] + extent, s["p_box"][2] - extent
-        floor = e.tote_floor(s)
+        s = e.view
+        p_tool, below = s.p_tool, sc.MOUTH_BELOW_TOOL
+        extent = float(np.abs(s.R_box[2]) @ (0.5 * e.sizes[0]))  # half the box's height in the world
+        top, bottom = s.p_box[2] + extent, s.p_box[2] - extent
+        floor = s.tote_floor
         walls = floor[2] + c["tote_height"]
-        tool_yaw = yaw_of(s["R_tool"])
+        tool_yaw = yaw_of(s.R_tool)
         yaw, bound, on = tool_yaw, 1.0, False
         inside, low = e._in_tote(s)
         if e._holding() >= 2:  # held: over the walls, over the tote's centre, down the funnel, let go
             bound, on = self.CARRY_SPEED, True
-            d_xy = float(np.linalg.norm((s["p_box"] - floor)[:2]))
+            d_xy = float(np.linalg.norm((s.p_box - floor)[:2]))
             carry = walls + self.CLEAR - floor[2] - self.DROP  # the carried bottom's height over the drop height
             height = min(carry, self.FUNNEL * max(0.0, d_xy - self.OVER_XY))
             clear = walls + self.CLEAR - bottom  # how far the box must still rise to clear the walls
             # horizontal motion as the box clears the walls, or when it is over the tote's centre already
             go = min(max(1.0 - clear / 0.02, (0.04 - d_xy) / 0.02, 0.0), 1.0)
-            xy = p_tool[:2] + go * (floor - s["p_box"])[:2]
+            xy = p_tool[:2] + go * (floor - s.p_box)[:2]
             goal = np.array([*xy, p_tool[2] + floor[2] + self.DROP + height - bottom])
             on = not (height == 0.0 and bottom - floor[2] < self.DROP + 0.002)  # lowered to DROP: let go
         elif inside and (low or bottom < walls):  # in the tote: let go (it is), retreat above the walls
             goal = np.array([*p_tool[:2], max(p_tool[2], walls + self.CLEAR + below)])
         else:  # over the box along the funnel, down onto it, seal
-            yaw_error = (yaw_of(s["R_box"]) - tool_yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4
+            yaw_error = (yaw_of(s.R_box) - tool_yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4
             yaw = tool_yaw + yaw_error
-            off = float(np.linalg.norm((s["p_box"] - p_tool)[:2]))
+            off = float(np.linalg.norm((s.p_box - p_tool)[:2]))
             error = max(0.0, off - self.ALIGN_XY) + self.YAW_FUNNEL * max(0.0, abs(yaw_error) - self.ALIGN_YAW)
-            goal = np.array([*s["p_box"][:2], top + below - self.PRESS + min(self.ABOVE, self.FUNNEL * error)])
+            goal = np.array([*s.p_box[:2], top + below - self.PRESS + min(self.ABOVE, self.FUNNEL * error)])
             on = p_tool[2] - below - top < self.SEAL_AT
         scale = np.asarray(c["delta_scale"])
         move = np.clip(self.GAIN * (goal - p_tool) / scale[:3], -bound, bound)

@@ -289,27 +289,46 @@ def test_scripted_expert_succeeds_under_domain_randomization():
     assert info["is_success"], u.evaluate()
 
 
-def test_per_state_memo_follows_the_simulator_state():
-    """The env layer computes poses/contacts once per simulator state (``CenicEnv._per_state``): the same object
-    within a state, fresh values after a step, ``sim.set_state`` and ``set_state`` (restore)."""
+def test_state_view_is_built_once_per_state():
+    """The env reads each state through one view (``CenicEnv.view``), built after reset, after each advance and
+    after ``set_state``: within a state every quantity is one object (computed once); a step, a reset or a restore
+    gives a new view of the new state."""
     env = gym.make("CenicFranka-v0")
     env.reset(seed=0)
     u = env.unwrapped
-    s0 = u._state()
-    assert u._state() is s0 and u._contacts() is u._contacts()
+    v0 = u.view
+    assert u.view.contacts is v0.contacts and u.view.placement is v0.placement
+    np.testing.assert_array_equal(v0.q, u.sim.q)
     snap = u.get_state()
     env.step(np.zeros(env.action_space.shape, dtype=np.float32))
-    s1 = u._state()
-    assert s1 is not s0 and not np.array_equal(s1["q"], s0["q"])
-    q = u.sim.q
-    q[u.arm_q[0]] += 0.1
-    u.sim.set_state(q=q)
-    s2 = u._state()
-    assert s2["q"][u.arm_q[0]] == pytest.approx(s1["q"][u.arm_q[0]] + 0.1)
-    assert not np.array_equal(s2["p_tcp"], s1["p_tcp"])
+    v1 = u.view
+    assert v1 is not v0 and not np.array_equal(v1.q, v0.q)
+    np.testing.assert_array_equal(v1.p_tcp, u.View(u).p_tcp)  # the view of the state reached
     u.set_state(snap)
-    np.testing.assert_array_equal(u._state()["p_tcp"], s0["p_tcp"])
-    np.testing.assert_array_equal(u._state()["q"], s0["q"])
+    assert u.view is not v1
+    np.testing.assert_array_equal(u.view.p_tcp, v0.p_tcp)
+    np.testing.assert_array_equal(u.view.q, v0.q)
+    env.reset(seed=1)
+    assert not np.array_equal(u.view.p_box, v0.p_box)
+
+
+def test_simulator_poses_follow_every_state_change():
+    """``Simulator.body_pose`` is cached per integrator state (``state_id``): a step, ``set_state`` and ``restore``
+    each give the pose of the new state."""
+    env = gym.make("CenicFranka-v0")
+    env.reset(seed=0)
+    sim = env.unwrapped.sim
+    snap = sim.get_state()
+    p0 = sim.body_pose("box")[0]
+    q = sim.q
+    q[env.unwrapped.box_q.start + 2] += 0.1  # the box's z: 10 cm above the table
+    sim.set_state(q=q)
+    p1 = sim.body_pose("box")[0]
+    assert p1[2] == pytest.approx(p0[2] + 0.1)
+    sim.advance_to(sim.t + 0.05)  # it falls
+    assert sim.body_pose("box")[0][2] < p1[2] - 0.005
+    sim.restore(snap)
+    np.testing.assert_array_equal(sim.body_pose("box")[0], p0)
 
 
 def test_vector_env_gathers_the_sim_numbers_into_arrays():

@@ -36,16 +36,16 @@ def test_grasped_start_holds_the_box_and_is_deterministic():
     env = gym.make("CenicFranka-v0", grasped_start=1.0, **EE)
     e = env.unwrapped
     obs, _ = env.reset(seed=5)
-    left, right, table = e._contacts()
-    s = e._state()
+    left, right, table = e.view.contacts
+    s = e.view
     assert left and right and not table  # both fingers on the box, hand clear of the table
-    assert abs(s["p_box"][2] - e.rest_z) < 2e-3 and np.degrees(np.arccos(s["R_box"][2, 2])) < 2.0  # still resting
-    assert np.linalg.norm(e._grasp_point(s) - s["p_tcp"]) < 0.01
+    assert abs(s.p_box[2] - e.rest_z) < 2e-3 and np.degrees(np.arccos(s.R_box[2, 2])) < 2.0  # still resting
+    assert np.linalg.norm(e._grasp_point(s) - s.p_tcp) < 0.01
     assert e.sim.t == pytest.approx(e.config["grasp_settle"])
     up = np.array([0, 0, 1, 0, 0, 0, 0, -1], np.float32)  # TCP up 3 cm per step, gripper closed
     for _ in range(6):
         obs, r, terminated, truncated, info = env.step(up)
-    lifted = e._state()["p_box"][2] - e.rest_z
+    lifted = e.view.p_box[2] - e.rest_z
     assert lifted > 0.08 and info["reward/grasp"] == 1.0  # the grasp holds: the box rises with the hand
     again = _rollout(gym.make("CenicFranka-v0", grasped_start=1.0, **EE), 5, [up] * 6)
     assert np.array_equal(again[-1], obs)
@@ -66,8 +66,8 @@ def test_placed_start_is_one_step_from_success():
     env = gym.make("CenicFranka-v0", placed_start=1.0, **EE)
     e = env.unwrapped
     env.reset(seed=2)
-    left, right, _ = e._contacts()
-    d_xy, tilt_box, dz, placed = e._placement(e._state())
+    left, right, _ = e.view.contacts
+    d_xy, tilt_box, dz, placed = e.view.placement
     assert left and right and placed and d_xy < 1e-3 and not e.evaluate()["success"]
     hold = np.array([0, 0, 0, 0, 0, 0, 0, -1], np.float32)
     _, r_hold, *_ , info = env.step(hold)
@@ -87,7 +87,7 @@ def test_one_draw_picks_plain_grasped_or_placed_starts():
     for seed in range(12):
         env.reset(seed=seed)
         grasped = e.sim.t > 0.0
-        on_target = e._placement(e._state())[0] < 1e-3
+        on_target = e.view.placement[0] < 1e-3
         starts.add((grasped, on_target))
     assert starts == {(False, False), (True, False), (True, True)}
 

@@ -1,4 +1,4 @@
-"""Peer case of issue 10 (Coulomb's law at impacts): the ICF paper's falling sphere in Drake's CENIC and cenic-gym.
+"""Peer case of Coulomb's law at impacts: the ICF paper's falling sphere in Drake's CENIC and cenic-gym.
 
     pip install "drake==1.51.1"      # see README.md
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers/impact_friction.py [--no-write]
@@ -6,8 +6,8 @@
 The sphere of ICF §XI-B / Fig. 5 (``scenes.falling_sphere``: 0.5 kg, 5 cm steel sphere released with its lowest point
 5 cm above the ground at U0 = 2 m/s, μ = 0.5, k = 1e7 N/m, d = 500 s/m) lands, slides and rolls. Analytic
 (tests/test_impact_friction.py): release → rolling 2U0/(7μg) = 0.1165 s, i.e. 15.5 ms of skid after touchdown at
-0.101 s. Drake's CENIC bounds friction by μ δt f_n(x^n) (the Lagged model, ICF eq. 18), as cenic-gym did before
-issue 10: the question is whether Drake also grips on landing (rolling within a step of touchdown) at ε = 1e-4.
+0.101 s. Drake's CENIC bounds friction by μ δt f_n(x^n) (the Lagged model, ICF eq. 18; cenic-gym's
+``impact_friction=False``): the question is whether Drake also grips on landing (rolling within a step of touchdown).
 
 Rows per ε ∈ {1e-2 … 1e-6}: Drake CENIC (translated by peer_drake, point contact, the same pair k, d, μ), cenic-gym
 with the Lagged bound and cenic-gym as it runs by default (bounds from the step's own normal impulses). Every engine
@@ -15,8 +15,8 @@ is sampled after every accepted step (a Drake monitor; cenic-gym's integrator st
 touchdown = first sample whose vertical velocity left free fall (v_z > −g t + 1 mm/s), rolling = slip
 v_x − R ω_y ≤ 2 mm/s (``roll_time`` of the tests, interpolated within the step).
 
-Writes the ``impact-friction-peers`` section of ``benchmarks/RESULTS.md`` (unless ``--no-write``); without pydrake
-it prints the cenic-gym rows and writes nothing.
+Writes the ``impact-friction-peers`` section of ``benchmarks/RESULTS.md`` (``bench_common.write_section``) unless
+``--no-write``; without pydrake it prints the cenic-gym rows and writes nothing. A run takes a few seconds.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
+import importlib.util  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -36,13 +36,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench_common
 sys.path.insert(0, str(HERE.parent.parent / "tests"))  # the analytic reference (test_impact_friction)
 
-import cenic_gym  # noqa: E402,F401  (pinocchio + coal before pydrake, as run.py)
-from bench_common import git_rev, machine_line, replace_marked_section, versions  # noqa: E402
-from cenic_gym import Simulator, scenes  # noqa: E402
+from cenic_gym import Simulator, scenes  # noqa: E402  (pinocchio + coal before pydrake, as run.py)
+from bench_common import provenance, write_section  # noqa: E402
 
 import test_impact_friction as ref  # noqa: E402
 
-RESULTS = HERE.parent / "RESULTS.md"
 EPS = [1e-2, 1e-3, 1e-4, 1e-5, 1e-6]
 T_END = 0.2
 G = 9.81
@@ -114,69 +112,76 @@ def pct(x):
     return "–" if math.isnan(x) else f"{100 * x:+.1f} %"
 
 
+def skid_ms(r):
+    return 1e3 * (r["t_roll"] - r["t_td"])
+
+
 def table(rows):
-    out = ["| engine | ε | touchdown [s] | release → rolling [s] | error | skid [ms] | error | accepted | rejected |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        skid = r["t_roll"] - r["t_td"]
-        roll = "not by 0.2 s" if math.isnan(r["t_roll"]) else f"{r['t_roll']:.5f}"
-        out.append(f"| {r['engine']} | {r['eps']:.0e} | {r['t_td']:.5f} | {roll} | {pct(r['t_roll'] / ref.T_ROLL - 1)} "
-                   f"| {'–' if math.isnan(skid) else f'{1e3 * skid:.2f}'} | {pct(skid / ref.SKID - 1)} | "
-                   f"{r['accepted']} | {r['rejected']} |")
+    """One row per ε, the engines side by side: skid after touchdown, release → rolling error, steps."""
+    engines = list(dict.fromkeys(r["engine"] for r in rows))
+    by = {(r["engine"], r["eps"]): r for r in rows}
+
+    def cells(eps, fn):
+        return " / ".join(fn(by[(e, eps)]) if (e, eps) in by else "–" for e in engines)
+
+    def skid(r):
+        return "not rolling by 0.2 s" if math.isnan(r["t_roll"]) else f"{skid_ms(r):.2f}"
+
+    def steps(r):
+        return f"{r['accepted']} + {r['rejected']}"
+
+    out = [f"| ε | skid [ms]: {' / '.join(engines)} | release → rolling error | accepted + rejected |",
+           "|---|---|---|---|"]
+    for eps in dict.fromkeys(r["eps"] for r in rows):
+        out.append(f"| {eps:.0e} | {cells(eps, skid)} | {cells(eps, lambda r: pct(r['t_roll'] / ref.T_ROLL - 1))} "
+                   f"| {cells(eps, steps)} |")
     return "\n".join(out)
 
 
 def verdict(rows):
-    """One sentence per engine: the skid it shows over the ε range, read off the rows (no hard-coded claim)."""
+    """One line: at which ε each engine grips on landing (skid < 10 % of the analytic one), read off the rows."""
     out = []
     for engine in dict.fromkeys(r["engine"] for r in rows):
-        skids = [(r["eps"], 1e3 * (r["t_roll"] - r["t_td"])) for r in rows if r["engine"] == engine]
-        shown = ", ".join(f"{'–' if math.isnan(k) else f'{k:.2f}'} ms at {e:.0e}" for e, k in skids)
-        grips = [e for e, k in skids if not math.isnan(k) and k < 0.1 * 1e3 * ref.SKID]
-        out.append(f"- {engine}: skid {shown}" + (f"; grips on landing (skid < 10 % of the analytic {1e3 * ref.SKID:.2f} "
-                                                  f"ms) at ε = {', '.join(f'{e:.0e}' for e in grips)}." if grips else "."))
-    return "\n".join(out)
+        grips = [r["eps"] for r in rows if r["engine"] == engine and not math.isnan(r["t_roll"])
+                 and skid_ms(r) < 0.1 * 1e3 * ref.SKID]
+        out.append(f"{engine} at " + (", ".join(f"{e:.0e}" for e in grips) if grips else "no ε"))
+    return (f"Grips on landing (skid < 10 % of the analytic {1e3 * ref.SKID:.2f} ms): " + "; ".join(out) + ".")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    try:
-        import pydrake  # noqa: F401
-        have_drake = True
-    except ImportError:
-        have_drake = False
+    t_start, load0 = time.perf_counter(), os.getloadavg()[0]
+    have_drake = importlib.util.find_spec("pydrake") is not None
+    if not have_drake:
         print("pydrake is not installed (pip install 'drake==1.51.1'): cenic-gym rows only, nothing written")
     gym_run(1e-3, False)  # numba warm-up
     rows = []
     for eps in EPS:
         if have_drake:
             rows.append(row("Drake CENIC", eps, drake_run(eps)))
-        rows.append(row("cenic-gym, Lagged", eps, gym_run(eps, True)))
+        rows.append(row("cenic-gym Lagged", eps, gym_run(eps, True)))
         rows.append(row("cenic-gym", eps, gym_run(eps, False)))
-        print(table(rows[-3 if have_drake else -2:]).split("\n", 2)[-1], flush=True)
+        print(f"ε = {eps:.0e}: skid " + ", ".join(f"{r['engine']} {skid_ms(r):.2f} ms" for r in rows[-3:]), flush=True)
     text = table(rows)
     print(text)
     print(verdict(rows))
     if args.no_write or not have_drake:
         return
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    body = f"""_Generated by `benchmarks/peers/impact_friction.py`; do not edit by hand (rerun the command)._
-
-- Date: {now}; Machine: {machine_line()}
-- {versions('numba', ('pinocchio (pin)', 'pin'), 'drake')}; Code: git {git_rev()}
-
-Falling sphere of ICF Fig. 5: analytic touchdown {ref.T_TD:.5f} s, release → rolling {ref.T_ROLL:.5f} s, skid
-{1e3 * ref.SKID:.2f} ms. A skid near 0 ms is the grip-on-landing artefact of the Lagged friction bound (issue 10).
-
-{text}
-
-{verdict(rows)}
-"""
-    RESULTS.write_text(replace_marked_section(RESULTS.read_text(), "impact-friction-peers", body,
-                                              heading="## Peers: Coulomb's law at impacts (issue 10)"))
-    print(f"wrote {RESULTS}")
+    body = "\n".join([
+        *provenance("benchmarks/peers/impact_friction.py",
+                    "`NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers/impact_friction.py`",
+                    time.perf_counter() - t_start, load0, ("numba", ("pinocchio (pin)", "pin"), "drake")),
+        f"Falling sphere of ICF Fig. 5: analytic touchdown {ref.T_TD:.5f} s, release → rolling {ref.T_ROLL:.5f} s, "
+        f"skid {1e3 * ref.SKID:.2f} ms. \"Lagged\": the friction bound μ δt f_n(x^n) of Drake's CENIC (ICF eq. 18); a "
+        "skid near 0 ms is its grip-on-landing artefact. Every engine sampled after every accepted step.",
+        "",
+        text,
+        "",
+        verdict(rows),
+    ])
+    write_section("impact-friction-peers", body, "## Peers: Coulomb's law at impacts")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Peer benchmark: cenic-gym next to Drake's CENIC, Drake's discrete SAP and MuJoCo on the same scenes.
 
-    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers/run.py [--quick] [--no-write]
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers/run.py [--quick] [--no-write] [--scenes a,b]
+    python benchmarks/peers/run.py --report      # rebuild the section and TABLES.md from results.json, no simulation
 
 For every scenario (peer_scenarios.py) the same cenic-gym MultibodySystem is translated to Drake (continuous plant +
 CENIC integrator at each accuracy ε; discrete SAP at 1 ms and 10 ms) and to MuJoCo (MJCF, default solver at 1 ms and
@@ -9,12 +10,16 @@ wall seconds per simulated second (median of up to 3 timed runs after a warm-up;
 Drake's Simulator.Initialize and numba cache loading excluded), accepted / rejected steps, and physical outcomes
 computed by one code path from each engine's final and per-step states (peer_common): max penetration, mechanical
 energy at the end, final position error against the scene's reference. Then trajectory agreement cenic-gym vs Drake
-CENIC (100 Hz samples), a profile of cenic-gym where it is slower than Drake, a work-precision plot
-(``work_precision_peers.png``), ``results.json``, and the section between ``<!-- peers:begin -->`` and
-``<!-- peers:end -->`` of ``benchmarks/RESULTS.md`` (the rest of that file is left as it is).
+CENIC (100 Hz samples) and a profile of cenic-gym where it is slower than Drake.
 
---quick: ε ∈ {1e-2, 1e-3, 1e-4} and agreement at ε = 1e-4 only (≈ 2–3 min on 2 cores); the full run sweeps
-ε ∈ {1e-1 … 1e-5} and adds agreement at ε = 1e-6 (≈ 10 min).
+Unless ``--no-write`` it writes the ``peers`` section of ``benchmarks/RESULTS.md`` (``bench_common.write_section``:
+one summary row per scene, ratios Drake ÷ cenic-gym), the generated companion ``benchmarks/peers/TABLES.md`` (the
+parameter mapping, one table per scene with every ε and engine, the agreement, the per-step cost; next to RESULTS.md,
+so ``$CENIC_BENCH_RESULTS`` moves both), the work-precision plot ``work_precision_peers.png``, ``results.json``
+(everything, read back by ``--report``) and ``profiles/*_tottime.txt``.
+
+A full run (ε ∈ {1e-1 … 1e-5}, agreement at ε = 1e-4 and 1e-6) takes ~3–5 min on 2 cores; --quick (ε ∈ {1e-2, 1e-3,
+1e-4}, agreement at 1e-4 only) ~1.5–2.5 min. A timing benchmark: run it on an idle machine.
 --agreement-study: only the convergence study behind the agreement tolerance (AGREE_FIT below; ≈ 15 min), printed.
 """
 from __future__ import annotations
@@ -47,14 +52,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))  # benchmarks/: bench_common
 
-from bench_common import git_rev, machine_line, replace_marked_section, versions, warm_up  # noqa: E402
+from bench_common import RESULTS, git_rev, provenance, warm_up, write_section  # noqa: E402
 import peer_drake  # noqa: E402
 import peer_mujoco  # noqa: E402
 from peer_common import (Penetration, body_positions, linear_damping, mechanical_energy,  # noqa: E402
                          sphere_drop_reference)
 from peer_scenarios import all_scenarios, incline_reference, slope_distance  # noqa: E402
 
-RESULTS = HERE.parent / "RESULTS.md"
+TABLES = HERE / "TABLES.md"  # generated companion of the RESULTS.md section: every table of the run
 PLOT = HERE / "work_precision_peers.png"
 JSON = HERE / "results.json"
 PROFILES = HERE / "profiles"
@@ -521,7 +526,7 @@ def agreement_table(results):
 
 
 def profile_section(results, profiles):
-    head = ("| scene | ε | cenic-gym / Drake | cenic-gym Lagged / Drake "
+    head = ("| scene | ε | Drake ÷ cenic-gym | Drake ÷ cenic-gym Lagged "
             "| gym µs per attempted step | Drake µs per attempted step "
             "| gym geometry | gym dynamics | gym solver | gym compiled loop | gym other | gym Newton it. / attempt "
             "| Drake Newton it. / attempt |")
@@ -532,14 +537,14 @@ def profile_section(results, profiles):
         if g is None or d is None:
             continue
         lag = rows.get((LAGGED_ENGINE, 1e-3))
-        lag_s = f"{lag['wall_per_s'] / d['wall_per_s']:.2f}×" if lag else "–"
+        lag_s = f"{d['wall_per_s'] / lag['wall_per_s']:.2f}" if lag else "–"
         st = g["stats"]
         tot = st["wall_total"] or float("nan")
         other = st["wall_total"] - st["wall_geometry"] - st["wall_dynamics"] - st["wall_solver"] - st["wall_compiled"]
         ga = g["accepted"] + g["rejected"]
         da = d["accepted"] + d["rejected"]
         lines.append(
-            f"| {res['scenario'].name} | 1e-03 | {g['wall_per_s'] / d['wall_per_s']:.2f}× | {lag_s} "
+            f"| {res['scenario'].name} | 1e-03 | {d['wall_per_s'] / g['wall_per_s']:.2f} | {lag_s} "
             f"| {1e6 * g['wall_per_s'] * g['t_end'] / max(ga, 1):.0f} | {1e6 * d['wall_per_s'] * d['t_end'] / max(da, 1):.0f} "
             f"| {100 * st['wall_geometry'] / tot:.0f}% | {100 * st['wall_dynamics'] / tot:.0f}% "
             f"| {100 * st['wall_solver'] / tot:.0f}% | {100 * st['wall_compiled'] / tot:.0f}% | {100 * other / tot:.0f}% "
@@ -592,7 +597,10 @@ def plot(results, path):
     plt.close(fig)
 
 
-def jsonable(results):
+def jsonable(results, profiles, meta):
+    """results.json: the run's meta data (command, runtime, load, date, git), every scene's rows (with the final
+    configuration in cenic-gym coordinates) and agreement, and the profile summaries; :func:`load_results` reads it
+    back."""
     out = []
     for res in results:
         rows = []
@@ -603,7 +611,130 @@ def jsonable(results):
         out.append(dict(scene=res["scenario"].name, note=res["scenario"].note, E0=res["E0"],
                         mapping=res["mapping"], reference=res["reference"].get("text"), rows=rows,
                         agreement=res["agreement"]))
-    return out
+    return dict(meta=meta, scenes=out,
+                profiles={k: dict(path=str(p["path"].relative_to(HERE)), entries=p["entries"])
+                          for k, p in profiles.items()})
+
+
+def load_results(path):
+    """(results, profiles, meta) from a results.json written by :func:`jsonable` (an older file, a bare list of
+    scenes, gives empty profiles and meta)."""
+    data = json.loads(path.read_text())
+    if isinstance(data, list):
+        data = dict(scenes=data, profiles={}, meta={})
+    by_name = {sc.name: sc for sc in all_scenarios()}
+    results = []
+    for d in data["scenes"]:
+        rows = [dict(r, q=np.asarray(r["final_q"])) for r in d["rows"]]
+        results.append(dict(scenario=by_name[d["scene"]], E0=d["E0"], mapping=d["mapping"],
+                            reference=dict(text=d["reference"]), rows=rows, agreement=d["agreement"]))
+    profiles = {k: dict(path=HERE / p["path"], entries=p["entries"]) for k, p in data.get("profiles", {}).items()}
+    return results, profiles, data.get("meta", {})
+
+
+def best_fixed(rows, engines):
+    """The fastest stable run among ``rows`` of ``engines`` (fixed-step rows), or None if all were unstable."""
+    ok = [r for r in rows if r["engine"] in engines and not r["unstable"]]
+    return min(ok, key=lambda r: r["wall_per_s"]) if ok else None
+
+
+def summary_table(results):
+    """One row per scene: cenic-gym at ε = 1e-3, every peer's wall time over it, and each one's max penetration."""
+    head = ("| scene | T [s] | cenic-gym ε = 1e-3: wall / sim s | Drake CENIC ÷ cenic-gym (ε = 1e-3) "
+            "| Drake CENIC ÷ cenic-gym Lagged | Drake SAP ÷ cenic-gym (best h) | MuJoCo ÷ cenic-gym (best h) "
+            "| max pen. [mm]: cenic-gym / Drake CENIC / SAP / MuJoCo |")
+    lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
+
+    def pen(r):
+        return "–" if r is None or r["unstable"] else f"{1e3 * r['penetration']:.2f}"
+
+    for res in results:
+        rows = {(r["engine"], r["eps"]): r for r in res["rows"]}
+        g, d, lag = (rows.get((e, 1e-3)) for e in ("cenic-gym", "Drake CENIC", LAGGED_ENGINE))
+        sap = best_fixed(res["rows"], ("Drake SAP",))
+        mj = best_fixed(res["rows"], ("MuJoCo matched", "MuJoCo default"))
+
+        def ratio(r, base):
+            return "–" if r is None or base is None else f"{r['wall_per_s'] / base['wall_per_s']:.2f}"
+
+        sap_s = f"{ratio(sap, g)} ({1e3 * sap['h']:g} ms)" if sap else "unstable at every h"
+        mj_s = f"{ratio(mj, g)} ({mj['engine'].split()[1]}, {1e3 * mj['h']:g} ms)" if mj else "unstable at every h"
+        lines.append(f"| {res['scenario'].name} | {res['scenario'].t_end:g} | {fmt_s(g['wall_per_s']) if g else '–'} "
+                     f"| {ratio(d, g)} | {ratio(d, lag)} | {sap_s} | {mj_s} "
+                     f"| {pen(g)} / {pen(d)} / {pen(sap)} / {pen(mj)} |")
+    return "\n".join(lines)
+
+
+def agreement_line(results):
+    rows = [a for res in results for a in res["agreement"]]
+    judged = [a for a in rows if a["tol"] is not None]
+    bad = [f"{a['scene']} at {a['eps']:.0e}" for a in judged if not a["pass"]]
+    if not rows:
+        return "Trajectory agreement cenic-gym vs Drake CENIC: not run."
+    return (f"Trajectory agreement cenic-gym vs Drake CENIC (10 ms samples, ε = "
+            f"{', '.join(f'{e:.0e}' for e in dict.fromkeys(a['eps'] for a in rows))}): {len(judged) - len(bad)} of "
+            f"{len(judged)} scene runs within the fitted tolerance" + (f"; **exceeds**: {', '.join(bad)}" if bad else "")
+            + ".")
+
+
+def report(results, profiles, header):
+    """(the ``peers`` section of RESULTS.md, the companion TABLES.md); ``header``: the provenance lines."""
+    section = [
+        *header,
+        "Each scene is built once in cenic-gym and translated to every peer engine; all runs happen one after another "
+        "in this process. wall / sim s = median wall time of up to 3 timed runs after a warm-up (construction excluded) / T. "
+        "Ratios = the peer's wall time ÷ cenic-gym's (> 1: cenic-gym is faster); \"Lagged\": cenic-gym with Drake's "
+        "friction model (`impact_friction=False`); best h: the fastest stable run of h ∈ {"
+        + ", ".join(f"{1e3 * h:g}" for h in FIXED_STEPS) + "} ms (MuJoCo: matched or default contact parameters). "
+        "Max penetration: over the states after every step.",
+        "",
+        summary_table(results),
+        "",
+        agreement_line(results),
+        "Per-scene tables (every ε and engine, energies, errors, step counts), the parameter mapping, the agreement "
+        "and the per-step cost: [peers/TABLES.md](peers/TABLES.md); plot: `benchmarks/peers/work_precision_peers.png`.",
+    ]
+    tables = [
+        "# Peers: full tables", "",
+        *header,
+        "How to read the tables, the parameter mappings and the caveats: [README.md](README.md). `wall / sim s`: median "
+        "wall time (of `runs` timed runs after a warm-up; construction, Drake's `Initialize` and numba cache loading "
+        "excluded) / T. `× cenic-gym`: the row's time over cenic-gym's at the same ε (fixed-step rows: over cenic-gym "
+        "at ε = 1e-3); below 1 means faster than cenic-gym. `accepted`/`rejected`: error-controlled steps; fixed-step "
+        "rows: number of steps. `max pen.`: largest penetration over the states after every step (coal signed "
+        "distance on the true shapes for the peers, cenic-gym's narrow phase for cenic-gym). `E(T)`: kinetic + "
+        "gravitational energy at the end. **unstable**: the run gained energy or produced NaN.",
+        "",
+        "## Contact parameter mapping",
+        "",
+        "Drake CENIC gets cenic-gym's per-geometry stiffness and H&C dissipation (identical pair values). SAP and "
+        "MuJoCo have a linear damper `c` instead of H&C (matched restitution for impacts, linearisation at rest for "
+        "resting contacts); MuJoCo's direct-format solref is per unit mass (κ = k/m_eff, β = c/m_eff), impedance 0.95.",
+        "",
+        mapping_table(results),
+        "",
+    ]
+    for res in results:
+        sc = res["scenario"]
+        tables += [f"## {sc.name}", "",
+                   f"{sc.note}; T = {sc.t_end:g} s; E(0) = {res['E0']:.4f} J. Reference: {res['reference']['text']}.",
+                   "", scene_table(res), ""]
+    tables += ["## Trajectory agreement: cenic-gym vs Drake CENIC", "",
+               f"Both advanced in {1e3 / SAMPLE_HZ:g} ms chunks (so the step sequences differ from the timed runs); "
+               "‖Δx‖ is the distance between the body origins (the arm: its 7 joint angles [rad]). Tolerance: "
+               "AGREE_MARGIN · r · C ε^p from a convergence study of this difference over 61 accuracies (1e-3 … 1e-7) "
+               "per scene (`run.py --agreement-study`; the numbers are in `run.py` at AGREE_FIT). The exact 1-D "
+               "solution shows the common error that this comparison cancels. The arm's last column re-runs "
+               "cenic-gym with the PD linearized the way Drake's CENIC does it (once per attempted step at x^n), "
+               "which isolates that difference.", "",
+               agreement_table(results), ""]
+    tables += ["## Per-step cost at ε = 1e-3, and where cenic-gym's time goes", "",
+               "From cenic-gym's own timers (`Simulator.stats`: geometry, dynamics, solver, compiled loop = the whole "
+               "step loop in one numba call, which systems of free bodies run, not split; other = Python step "
+               "control) of the timed run, and Drake's totals. The cProfile lines are for the (at most two) scenes "
+               "where cenic-gym is slowest relative to Drake (indicative: cProfile adds overhead).", "",
+               profile_section(results, profiles), ""]
+    return "\n".join(section), "\n".join(tables)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -612,16 +743,24 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="ε ∈ {1e-2, 1e-3, 1e-4}, agreement at 1e-4 only")
     ap.add_argument("--no-write", action="store_true", help="print only; do not touch RESULTS.md, plot, json")
     ap.add_argument("--scenes", default="", help="comma-separated subset of scene names")
+    ap.add_argument("--report", action="store_true",
+                    help="rebuild the section and TABLES.md from results.json (no simulation)")
     ap.add_argument("--agreement-study", action="store_true",
                     help="only the convergence study behind the agreement tolerance (AGREE_FIT); prints only")
     args = ap.parse_args(argv)
 
+    if args.report:
+        results, profiles, meta = load_results(JSON)
+        write_report(results, profiles, meta.get("command", "`?`"), meta.get("runtime_s", float("nan")),
+                     meta.get("load0", float("nan")),
+                     f" · rebuilt from results.json of {meta.get('date', '?')}, git {meta.get('git', '?')}",
+                     write=not args.no_write)
+        return 0
     eps_list = EPS_QUICK if args.quick else EPS_FULL
     agree_eps = AGREE_EPS_QUICK if args.quick else AGREE_EPS_FULL
     budget = Budget(150.0 if args.quick else 780.0)
     load0 = os.getloadavg()[0]
     t_start = time.perf_counter()
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
     def log(msg):
         print(msg, flush=True)
@@ -650,76 +789,31 @@ def main(argv=None):
         profiles[sc.name] = profile_gym(sc, write=not args.no_write)
 
     total = time.perf_counter() - t_start
-    load1 = os.getloadavg()[0]
-    cmd = ("NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers/run.py"
-           + (" --quick" if args.quick else ""))
-    parts = [
-        "_Generated by `benchmarks/peers/run.py` between the `peers` markers; do not edit by hand (rerun the "
-        "command). Parameter mappings, how to read the tables and the caveats: `benchmarks/peers/README.md`._",
-        "",
-        f"- Command: `{cmd}`",
-        f"- Date: {date}; total runtime {total:.0f} s (1-minute load average {load0:.2f} at start, {load1:.2f} at "
-        "end; the machine is shared, so differences below ~20 % are noise)",
-        f"- Machine: {machine_line()}",
-        f"- {versions('numba', 'pin', 'coal', 'drake', 'mujoco', 'numpy')}",
-        f"- Code: git {git_rev()}",
-        "",
-        "Method: every row is the same cenic-gym scene translated to the peer engine, run in this process one "
-        "after another. `wall / sim s` is the median wall time (of `runs` timed runs after a warm-up; construction, "
-        "Drake's `Initialize` and numba cache loading excluded) divided by the simulated time T. `× cenic-gym` is "
-        "the row's time over cenic-gym's at the same ε (fixed-step rows: over cenic-gym at ε = 1e-3); below 1 "
-        "means faster than cenic-gym. `accepted`/`rejected`: error-controlled steps (Drake: "
-        "`get_num_steps_taken`, `get_num_step_shrinkages_from_error_control` + `..._from_substep_failures`); "
-        "fixed-step rows: number of steps. `max pen.`: largest penetration over the states after every step, "
-        "measured by one code path (coal signed distance on the true shapes) for the peers and by cenic-gym's "
-        "own narrow phase for cenic-gym. `E(T)`: kinetic + gravitational energy at the end. The error column is "
-        "per scene (see its reference). **unstable**: the run gained energy or produced NaN (MuJoCo resets "
-        "itself on divergence, so this is detected from the state).",
-        "",
-        "### Contact parameter mapping",
-        "",
-        "Drake CENIC gets cenic-gym's per-geometry stiffness and H&C dissipation (identical pair values by the "
-        "same combination rules). SAP and MuJoCo have a linear damper instead of H&C; `c` replaces it (matched "
-        "restitution for impacts, linearisation at rest for resting contacts); MuJoCo's direct-format solref is "
-        "per unit mass (κ = k/m_eff, β = c/m_eff) with constant impedance 0.95.",
-        "",
-        mapping_table(results),
-        "",
-    ]
-    for res in results:
-        sc = res["scenario"]
-        parts += [f"### {sc.name}", "",
-                  f"{sc.note}; T = {sc.t_end:g} s; E(0) = {res['E0']:.4f} J. Reference: {res['reference']['text']}.",
-                  "", scene_table(res), ""]
-    parts += ["### Trajectory agreement: cenic-gym vs Drake CENIC", "",
-              f"Both advanced in {1e3 / SAMPLE_HZ:g} ms chunks (`advance_to` / `AdvanceTo` land on each sample, so "
-              "the step sequences differ from the timed runs); ‖Δx‖ is the distance between the body origins. "
-              "Tolerance: AGREE_MARGIN · r · C ε^p from a convergence study of this difference over 61 accuracies "
-              "(1e-3 … 1e-7) per scene: C ε^p is the least-squares fit, r the largest measured ratio to it "
-              "(`run.py --agreement-study`; the numbers, and why it replaced 2Nε, are in `run.py` at AGREE_FIT). "
-              "The exact 1-D solution shows the common error (numerical dissipation) that this comparison "
-              "cancels. The arm compares its 7 joint angles [rad]; its last column re-runs cenic-gym with the PD "
-              "linearized the way Drake's CENIC does it (once per attempted step at x^n with the full δt, reused for "
-              "both half steps; cenic-gym linearizes per solve), which isolates that difference.", "",
-              agreement_table(results), ""]
-    parts += ["### Per-step cost at ε = 1e-3, and where cenic-gym's time goes", "",
-              "From cenic-gym's own timers (`Simulator.stats`: geometry = kinematics + contact query, dynamics = "
-              "mass matrix / bias / lagged terms, solver = convex solves, compiled loop = the whole step loop in one "
-              "numba call, which systems of free bodies run (`cenic.advance_free_bodies`, not split into phases), "
-              "other = Python step control) of the timed run above, and Drake's totals for comparison (Drake has no per-phase split in its statistics). "
-              "The cProfile lines are for the (at most two) scenes where cenic-gym is slowest relative to Drake; "
-              "cProfile adds overhead to Python-heavy runs, so the shares are indicative.", "", profile_section(results, profiles), ""]
-    body = "\n".join(parts)
-    print("\n" + body)
+    cmd = ("`NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers/run.py"
+           + (" --quick" if args.quick else "") + (f" --scenes \"{args.scenes}\"" if args.scenes else "") + "`")
+    write_report(results, profiles, cmd, total, load0, write=not args.no_write)
     if not args.no_write:
-        old = RESULTS.read_text() if RESULTS.exists() else "# cenic_gym benchmark results\n\n"
-        # The heading stays outside the markers, so that work_precision.py (which rewrites whole ``## `` sections by
-        # title) keeps this block verbatim inside its own section.
-        RESULTS.write_text(replace_marked_section(old, "peers", body, heading=HEADING))
         plot(results, PLOT)
-        JSON.write_text(json.dumps(jsonable(results), indent=1, default=float))
-        log(f"\nwrote {RESULTS} (peers section), {PLOT}, {JSON} ({total:.0f} s)")
+        meta = dict(command=cmd, runtime_s=total, load0=load0, load1=os.getloadavg()[0], git=git_rev(),
+                    date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        JSON.write_text(json.dumps(jsonable(results, profiles, meta), indent=1, default=float))
+        log(f"wrote {PLOT}, {JSON} ({total:.0f} s)")
     return 0
+
+
+def write_report(results, profiles, command, runtime_s, load0, note="", write=True):
+    """Print the ``peers`` section and, if ``write``, put it into RESULTS.md (``bench_common.write_section``) and the
+    full tables into peers/TABLES.md next to it (``$CENIC_BENCH_RESULTS`` moves both)."""
+    header = provenance("benchmarks/peers/run.py", command, runtime_s, load0,
+                        ("numba", ("pinocchio (pin)", "pin"), "coal", "drake", "mujoco", "numpy"), note=note)
+    section, tables = report(results, profiles, header)
+    print("\n" + section)
+    if write:
+        write_section("peers", section, HEADING)
+        out = RESULTS.parent / "peers" / TABLES.name
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(tables)
+        print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ _SAC = dict(
 
 # PPO over Ray workers: 32 envs x 64 steps = 2048 env steps per update; with 2 workers that is 16 envs per actor, which
 # makes Ray's per-call cost and the driver's policy inference per env step a quarter of 8 envs x 256 steps
-# (benchmarks/RESULTS.md, "Ray vector envs: where the CPU goes per vector step").
+# (docs/performance.md, "Ray vector envs").
 _PPO_WIDE = dict(_PPO, num_envs=32, sb3=dict(_PPO["sb3"], n_steps=64, batch_size=512))
 
 # The reach rung of CenicFrankaGoal-v0, two presets (TCP translation deltas of 5 cm per step at |a| = 1, rotation

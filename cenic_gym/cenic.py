@@ -913,11 +913,13 @@ class CenicIntegrator:
         first attempt is :func:`period_start_step`, and the step size proposed after its acceptance becomes the
         next period's ``period_dt``."""
         predict = period_start and self.fixed_step is None
+        clock = self.clock
         while True:
-            dt_nominal, dt, clipped = attempt_step_size(self.dt, self.period_dt, predict, t_end - self.t)
+            t = clock[CLOCK_T]
+            dt_nominal, dt, clipped = attempt_step_size(clock[CLOCK_DT], clock[CLOCK_PERIOD_DT], predict, t_end - t)
             predict = False
             if not self.start.valid:
-                self._prepare(self.start, self.q, self.v, self.z, self.t, dt)
+                self._prepare(self.start, self.q, self.v, self.z, t, dt)
                 w = self._window
                 w[WIN_MIN_PHI] = min(w[WIN_MIN_PHI], self.start.phi_min)
             if self.fixed_step is not None:
@@ -927,22 +929,22 @@ class CenicIntegrator:
                         f"ICF solve failed at t={self.t:.6g} s with fixed_step={dt:.3g} s (non-finite state or Newton "
                         f"did not converge in {slv.MAX_NEWTON_ITERATIONS} iterations)")
                 self._accept(q1, v1, z1, dt, self.start)
-                record_attempt(True, dt, self.dt, False, self.clock, self._counts, self._window)
+                record_attempt(True, dt, clock[CLOCK_DT], False, clock, self._counts, self._window)
                 return dt
             q_full, v_full, q_half, v_half, z_half, ok = self._full_and_half(self.start, dt)
             err = math.inf
             if ok:
-                self._prepare(self.mid, q_half, v_half, z_half, self.t + 0.5 * dt, 0.5 * dt)
+                self._prepare(self.mid, q_half, v_half, z_half, t + 0.5 * dt, 0.5 * dt)
                 q1, v1, z1, ok = self._icf(self.mid, 0.5 * dt, v_full)
                 if ok:
                     err = max_abs_diff(q1, q_full)
             accepted, dt_next, at_min_step, tol = step_outcome(dt, dt_nominal, clipped, err, self.accuracy,
                                                                self.error_per_unit_step, self.min_step, self.max_step)
             if self.history is not None:
-                self.history.append((self.t, dt, accepted, err))
+                self.history.append((float(t), dt, accepted, err))
             if accepted:
                 self._accept(q1, v1, z1, dt, self.mid)
-            record_attempt(accepted, dt, dt_next, period_start, self.clock, self._counts, self._window)
+            record_attempt(accepted, dt, dt_next, period_start, clock, self._counts, self._window)
             if accepted:
                 return dt
             if at_min_step:

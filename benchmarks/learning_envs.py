@@ -1,7 +1,8 @@
 """Learning curves of SB3 PPO on the envs beyond the Franka, each for a fixed wall budget on this machine, with the
 project's configs (``cenic_gym.train.configs``).
 
-    python benchmarks/learning_envs.py [--env CenicQuadruped-v0 CenicSuction-v0] [--minutes 20] [--workers 2]
+    python benchmarks/learning_envs.py [--env CenicQuadruped-v0 CenicAllegro-v0 CenicSuction-v0] [--minutes 20]
+                                       [--workers 2]
                                        [--seed 0] [--final-episodes 10] [--no-results]
     python benchmarks/learning_envs.py --report      # rewrite the PNG and the RESULTS.md section from the JSON
 
@@ -12,9 +13,10 @@ actors, VecNormalize) until ``--minutes`` of wall time have passed, evaluating e
 ``--final-episodes`` held-out episodes (seeds 10 000, 10 001, ...): return, success rate, episode length and each
 reward term's episode sum. Writes ``benchmarks/learning_envs.{json,png}`` and the ``learning-envs`` section of
 ``benchmarks/RESULTS.md`` (one row per env; every evaluation is in the JSON and the PNG); envs already in the JSON
-and not rerun stay (their row names their git revision when it differs). Run folders:
-``runs/learning_envs/<env>``. A run takes ``--minutes`` per env plus ~1 minute of final episodes: about 40 minutes
-with the defaults (two envs × 20 minutes). Its wall-clock numbers want an idle machine.
+and not rerun stay (their row names their git revision when it differs, and the section names each invocation).
+Run folders: ``runs/learning_envs/<env>``. A run takes ``--minutes`` per env plus ~1 minute of final episodes: about
+an hour with the defaults (three envs × 20 minutes). Its wall-clock numbers want an idle machine. What PPO from
+scratch does in such a budget is the baseline the tasks' recipes (``training/``) are measured against.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from learning_curve import curve, train_for
 
 OUT = REPO / "benchmarks" / "learning_envs"
 PACKAGES = ("stable-baselines3", "torch", "gymnasium")
-DEFAULT_ENVS = ("CenicQuadruped-v0", "CenicSuction-v0")
+DEFAULT_ENVS = ("CenicQuadruped-v0", "CenicAllegro-v0", "CenicSuction-v0")
 FINAL_SEED = 10_000
 
 
@@ -127,6 +129,12 @@ def section(data):
         names = sorted(set(fin["terms"]) | set(rnd["terms"]), key=lambda k: -abs(fin["terms"].get(k, 0.0)))
         terms.append(f"| {name} | " + ", ".join(
             f"{k} {fin['terms'].get(k, 0.0):.1f} / {rnd['terms'].get(k, 0.0):.1f}" for k in names) + " |")
+    commands = {}
+    for env_id, run in runs.items():
+        commands.setdefault((run["command"], run.get("date", "date not recorded"), run.get("git", "?")), []).append(env_id)
+    if len(commands) > 1:  # envs trained by different invocations: say which
+        terms += ["", "Runs: " + "; ".join(f"{', '.join(envs)}: {cmd} ({date}, git {git})"
+                                            for (cmd, date, git), envs in commands.items()) + "."]
     return "\n".join(lines + terms + ["", f"![learning curves]({OUT.with_suffix('.png').name})"])
 
 

@@ -5,11 +5,11 @@ Each layer is run for a warm-up, then N more times; the script prints the reside
 OS, so what remains after a trim is memory still allocated, i.e. a leak or live objects, not just fragmentation).
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/memory_growth.py [--layers env sim ...] [--steps 20000]
-        [--warmup 2000] [--json FILE] [--no-write]
+        [--warmup 2000] [--json FILE]
 
-With the default layers and steps (~1 min) it writes the ``memory-growth`` section of ``benchmarks/RESULTS.md``
-(``bench_common.write_section``); with other ``--layers`` / ``--steps`` / ``--warmup``, or ``--no-write``, it only
-prints. Not a timing benchmark: RSS does not depend on the machine's load.
+A diagnostic (~1 min with the defaults): it prints its table and writes no RESULTS.md section (what it found is in
+``docs/performance.md``, "Native memory growth"). Not a timing benchmark: RSS does not depend on the machine's
+load.
 
 Layers (all on one ``CenicFranka-v0`` with ``fixed_step=0.05`` unless said):
   env        env.step(random action), reset when the episode ends (as a training worker does)
@@ -31,13 +31,8 @@ import ctypes
 import json
 import os
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, also when imported from elsewhere
-from bench_common import provenance, write_section  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 LAYERS = {  # name: what one call runs (the table's second column)
@@ -179,9 +174,7 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
     p.add_argument("--json", default=None, help="append one JSON line per layer to this file")
-    p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     a = p.parse_args(argv)
-    t_start, load0 = time.perf_counter(), os.getloadavg()[0]
     rows = []
     for name in a.layers:
         r = measure(layer(name), a.warmup, a.steps)
@@ -192,25 +185,14 @@ def main(argv=None):
         if a.json:
             with open(a.json, "a") as f:
                 f.write(json.dumps(r) + "\n")
-    default = (a.layers, a.steps, a.warmup) == (DEFAULT_LAYERS, DEFAULT_STEPS, DEFAULT_WARMUP)
-    if a.no_write or not default:
-        return 0
-    body = "\n".join([
-        *provenance("benchmarks/memory_growth.py",
-                    "`NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/memory_growth.py`",
-                    time.perf_counter() - t_start, load0, ("numba", ("pinocchio (pin)", "pin"), "coal", "numpy")),
-        f"`CenicFranka-v0` (`fixed_step=0.05`): each layer {a.warmup} calls of warm-up, then {a.steps} calls; "
-        "growth of the resident set size (/proc/self/statm) per call, raw and after glibc's `malloc_trim(0)` "
-        "(what remains after a trim is still allocated: a leak or live objects, not fragmentation).",
-        "",
+    print("\n".join([
+        "", f"CenicFranka-v0 (fixed_step=0.05): each layer {a.warmup} calls of warm-up, then {a.steps} calls; growth "
+        "of the resident set size per call, raw and after malloc_trim(0):", "",
         "| layer | one call | B / call | B / call after malloc_trim | RSS before → after [MB] |",
         "|---|---|---|---|---|",
         *[f"| {r['layer']} | {LAYERS[r['layer']]} | {r['bytes_per_call']:.1f} | {r['trimmed_bytes_per_call']:.1f} "
-          f"| {r['rss0_mb']:.1f} → {r['rss1_mb']:.1f} |" for r in rows]])
-    print("\n" + body)
-    write_section("memory-growth", body, "## Native memory growth per env step, layer by layer")
+          f"| {r['rss0_mb']:.1f} → {r['rss1_mb']:.1f} |" for r in rows]]))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -565,6 +565,19 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
     return status
 
 
+class _ClockEntry:
+    """An attribute of :class:`CenicIntegrator` that reads and writes one entry of its ``clock`` array as a float."""
+
+    def __init__(self, index, doc):
+        self.index, self.__doc__ = index, doc
+
+    def __get__(self, integrator, owner=None):
+        return self if integrator is None else float(integrator.clock[self.index])
+
+    def __set__(self, integrator, value):
+        integrator.clock[self.index] = value
+
+
 class CenicIntegrator:
     """Error-controlled (or fixed-step) ICF integration of a :class:`~cenic_gym.model.MultibodySystem`.
 
@@ -659,32 +672,10 @@ class CenicIntegrator:
             state["last_solution"] = None
         return state
 
-    @property
-    def t(self):
-        """Time [s]."""
-        return float(self.clock[CLOCK_T])
-
-    @t.setter
-    def t(self, value):
-        self.clock[CLOCK_T] = value
-
-    @property
-    def dt(self):
-        """The next attempt's step size [s]."""
-        return float(self.clock[CLOCK_DT])
-
-    @dt.setter
-    def dt(self, value):
-        self.clock[CLOCK_DT] = value
-
-    @property
-    def period_dt(self):
-        """The first step of the next control period [s] (:func:`period_start_step`)."""
-        return float(self.clock[CLOCK_PERIOD_DT])
-
-    @period_dt.setter
-    def period_dt(self, value):
-        self.clock[CLOCK_PERIOD_DT] = value
+    t = _ClockEntry(CLOCK_T, "Time [s].")
+    dt = _ClockEntry(CLOCK_DT, "The next attempt's step size [s].")
+    period_dt = _ClockEntry(CLOCK_PERIOD_DT, "The first step of the next control period [s] "
+                                             "(:func:`period_start_step`).")
 
     def _new_cache(self, contact_margin):
         """A StateCache with its workspace: contact query, state-term buffers and the fixed parts of the limit and

@@ -19,13 +19,20 @@ from cenic_gym.env import CenicEnv, ObsLayout, Segment, StateView
 from cenic_gym.model import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
 from . import go1_constants as gc
+from .go1_gait import LegKinematics, trot_feet
 
 
 def default_config():
     """Every number of the task (SI units: m, kg, s, rad), overridable by constructor kwargs."""
     return dict(
         control_period=0.02,  # 50 Hz (Playground's ctrl_dt)
-        action_scale=0.3,  # joint target offset from NOMINAL [rad] at |a| = 1
+        # "joint": 12 joint-target offsets from NOMINAL; "gait": the trot generator's body velocity (3) and 12
+        # residual joint offsets (go1_gait; the gait phase is observed)
+        action_type="joint",
+        action_scale=0.3,  # joint target offset from NOMINAL [rad] at |a| = 1 (action_type="joint")
+        # action_type="gait": step frequency [Hz], swing height [m], generator velocity (v_x, v_y [m/s], ω_z
+        # [rad/s]) at |a| = 1, residual joint offset [rad] at |a| = 1
+        gait=dict(frequency=2.5, lift=0.07, velocity_scale=(2.0, 1.0, 2.0), residual_scale=0.1, lead=0.0),
         kp=gc.KP, kd=gc.KD,  # joint PD [N m/rad], [N m s/rad]
         armature=(gc.HIP_ARMATURE, gc.KNEE_ARMATURE),  # reflected rotor inertia (hip & thigh, knee) [kg m²]
         # Contact: robot and ground share k, d, μ, so a pair has k/2 = 5e5 N/m and μ: a standing foot sags
@@ -63,7 +70,7 @@ def default_config():
         push_interval=(1.0, 3.0),  # seconds between kicks, uniform (Playground's kick_wait_times)
         push_velocity=(0.0, 1.0),  # horizontal Δv [m/s], uniform magnitude, uniform direction (Playground's
         #                            kick of up to 3 m/s over a half-sine force profile is a Δv of 3/π ≈ 1 m/s)
-        privileged_obs=False,  # True: Dict observation {"policy": (48,), "critic": (88,)}
+        privileged_obs=False,  # True: Dict observation {"policy": (48,), "critic": (88,)} (gait: 53, 93)
         # terrain (blind locomotion: the policy observation has no height scan):
         #   "flat"; "tiles": a square grid of level tiles (boxes welded to the world) with uniform random top
         #   heights in [0, max_height], laid out once per env from `seed` (Isaac Lab's random-grid terrain);
@@ -150,6 +157,12 @@ OBS = ObsLayout(
     Segment("applied", 12, 0.0, "last applied action (= the previous action, unless ``action_delay`` > 0)"),
     Segment("command", 3, 0.0, "command (v_x, v_y, ω_z) [m/s, rad/s]"),
 )
+ACTION_TYPES = ("joint", "gait")
+# action_type="gait": the same, with the 15 numbers of its action and the generator's phase
+OBS_GAIT = ObsLayout(*OBS.segments[:5],
+                     Segment("applied", 15, 0.0, "last applied action (generator velocity 3, residuals 12)"),
+                     OBS.segments[6],
+                     Segment("gait_phase", 2, 0.0, "(sin φ, cos φ) of the trot generator's phase φ"))
 
 
 class QuadrupedView(StateView):
@@ -182,6 +195,14 @@ class QuadrupedEnv(CenicEnv):
     Joint targets q_d = NOMINAL + 0.3 rad × a (``action_scale``), clipped to the joint limits; order FL, FR, RL, RR,
     each (hip abduction, thigh, calf). NOMINAL = (∓0.1, 0.9, −1.8) rad per leg (left legs −0.1).
 
+    ``action_type="gait"`` (a policy modulating a trajectory generator, :mod:`go1_gait`): ``Box(-1, 1, (15,))``.
+    a[0:3] is the body velocity (v_x, v_y, ω_z) the trot generator steps for, × ``gait["velocity_scale"]`` (2 m/s,
+    1 m/s, 2 rad/s); a[3:15] are residual joint offsets × ``gait["residual_scale"]`` (0.1 rad). The generator
+    trots at ``gait["frequency"]`` (2.5 Hz) with swings ``gait["lift"]`` (7 cm) high; its phase φ advances by
+    2π f Δt every step (from 0 at reset) and the joint targets are its feet one step ahead, through the legs'
+    inverse kinematics, plus the residuals, clipped to the joint limits. The observation then holds the 15
+    applied numbers at 33–47, the command at 48–50 and (sin φ, cos φ) at 51–52 (53 numbers, ``quadruped.OBS_GAIT``).
+
     ## Observation space
 
     ``Box(-inf, inf, (48,), float32)``, base frame (x forward, z up) unless noted (``quadruped.OBS`` declares it):
@@ -192,8 +213,9 @@ OBSERVATION_TABLE
     actor-critic; noise only on "policy"). critic: 0–47 the policy observation without noise; 48 base height [m];
     49–52 foot contacts (0/1; FL, FR, RL, RR); 53–64 foot contact forces on the feet, world frame [N] (3 per foot);
     65–76 foot velocities, world frame [m/s]; 77–80 feet air times [s]; 81 friction μ; 82 K_p scale; 83 K_d
-    scale; 84 base mass [kg]; 85–87 base centre of mass in the base frame [m]. ``privileged_obs=False`` (default)
-    keeps the flat Box that plain SB3 policies take.
+    scale; 84 base mass [kg]; 85–87 base centre of mass in the base frame [m] (with ``action_type="gait"`` the
+    policy part is 53 long and every critic index after it 5 higher). ``privileged_obs=False`` (default) keeps the
+    flat Box that plain SB3 policies take.
 
     ## Rewards
 
@@ -243,7 +265,9 @@ OBSERVATION_TABLE
 
     | kwarg                | default | meaning                                                              |
     |----------------------|---------|----------------------------------------------------------------------|
+    | action_type          | "joint" | "joint" (12 joint-target offsets) or "gait" (trot generator + residuals) |
     | action_scale         | 0.3     | joint target offset [rad] at \\|a\\| = 1                               |
+    | gait                 | above   | frequency [Hz], lift [m], velocity_scale, residual_scale (action_type="gait") |
     | kp, kd               | 35, 0.5 | joint PD gains [N m/rad], [N m s/rad]                                |
     | stiffness, dissipation, friction | 1e6, 10, 1.0 | contact material of robot and ground [N/m], [s/m], μ     |
     | command_range        | (1.5, 0.8, 1.2) | command maxima (v_x, v_y [m/s], ω_z [rad/s])                 |
@@ -269,7 +293,7 @@ OBSERVATION_TABLE
     View = QuadrupedView
 
     RESET_OPTIONS = ("command",)
-    N_POLICY_OBS, N_CRITIC_OBS = OBS.size, 88
+    N_PRIVILEGED = 40  # what the critic observes beyond the policy's observation
 
     @staticmethod
     def default_config():
@@ -296,11 +320,20 @@ OBSERVATION_TABLE
             v = cfg[key]
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not v >= 0:
                 raise ValueError(f"{key} must be >= 0, got {v!r}")
-        self.action_space = spaces.Box(-1.0, 1.0, (12,), np.float32)
-        policy = OBS.space()
+        if cfg["action_type"] not in ACTION_TYPES:
+            raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {cfg['action_type']!r}")
+        g = cfg["gait"]
+        if not (g["frequency"] > 0 and g["lift"] >= 0 and g["residual_scale"] >= 0
+                and len(g["velocity_scale"]) == 3 and all(x > 0 for x in g["velocity_scale"])):
+            raise ValueError(f"gait must have frequency > 0, lift >= 0, residual_scale >= 0 and 3 velocity_scale "
+                             f"values > 0, got {g!r}")
+        gait = cfg["action_type"] == "gait"
+        self.OBS = OBS_GAIT if gait else OBS
+        self.action_space = spaces.Box(-1.0, 1.0, (15 if gait else 12,), np.float32)
+        policy = self.OBS.space()
         if cfg.get("privileged_obs") is True:
             self.observation_space = spaces.Dict(
-                policy=policy, critic=spaces.Box(-np.inf, np.inf, (self.N_CRITIC_OBS,), np.float32))
+                policy=policy, critic=spaces.Box(-np.inf, np.inf, (self.OBS.size + self.N_PRIVILEGED,), np.float32))
         else:
             self.observation_space = policy
         for key in ("push_interval", "push_velocity", "start_yaw"):
@@ -332,6 +365,8 @@ OBSERVATION_TABLE
         self.system, self.pd = system, pd
         m = system.model
         self.leg_q = system.robot_q_indices(gc.ROBOT, gc.JOINTS)
+        self.legs = LegKinematics(m)
+        self.nominal_feet = self.legs.forward(gc.NOMINAL)  # base frame [m]
         self.leg_v = system.robot_v_indices(gc.ROBOT, gc.JOINTS)
         self.base_q, self.base_v = system.q_slice(gc.BASE_JOINT), system.v_slice(gc.BASE_JOINT)
         self.q_lower, self.q_upper = m.lowerPositionLimit[self.leg_q], m.upperPositionLimit[self.leg_q]
@@ -369,7 +404,8 @@ OBSERVATION_TABLE
         self.reward_command = self.command.copy()
         self.command_countdown = self._sample_command_steps()
         self.push_countdown = self._sample_push_steps() if c["pushes"] else 0
-        self.applied = np.zeros(12)
+        self.applied = np.zeros(self.action_space.shape[0])
+        self.gait_phase = 0.0
         self.air_time = np.zeros(4)
         self.contact = np.ones(4, dtype=bool)
         self.first_contact = np.zeros(4, dtype=bool)
@@ -449,7 +485,21 @@ OBSERVATION_TABLE
                 sim.set_state(v=v)
                 self.push_countdown = self._sample_push_steps()
         self.applied = np.asarray(action, dtype=float).copy()
-        self.pd.set_target(q_d=(gc.NOMINAL + c["action_scale"] * self.applied).clip(self.q_lower, self.q_upper))
+        if c["action_type"] == "gait":
+            q_d = self._gait_targets(self.applied)
+        else:
+            q_d = gc.NOMINAL + c["action_scale"] * self.applied
+        self.pd.set_target(q_d=q_d.clip(self.q_lower, self.q_upper))
+
+    def _gait_targets(self, action):
+        """Joint targets of ``action_type="gait"``: the trot generator one control period on (the phase advances
+        by 2π f Δt), driven at velocity a[:3] · ``velocity_scale``, through the legs' inverse kinematics, plus the
+        residuals a[3:] · ``residual_scale``."""
+        g = self.config["gait"]
+        self.gait_phase = (self.gait_phase + 2.0 * math.pi * g["frequency"] * self.control_period) % (2.0 * math.pi)
+        feet = trot_feet(self.gait_phase + g["lead"], action[:3] * np.asarray(g["velocity_scale"]),
+                         g["frequency"], g["lift"], self.nominal_feet)
+        return self.legs.inverse(feet) + g["residual_scale"] * action[3:]
 
     # -- per-step bookkeeping (once after each advance: contacts, air times, velocity average) -------------------
     def _after_advance(self):
@@ -499,8 +549,10 @@ OBSERVATION_TABLE
     def _observe(self):
         s = self.view
         q, v = s.q, s.v
-        obs = OBS.pack(s.v_base, s.omega, -s.R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v], self.applied,
-                       self.command)
+        parts = [s.v_base, s.omega, -s.R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v], self.applied, self.command]
+        if self.config["action_type"] == "gait":
+            parts.append([math.sin(self.gait_phase), math.cos(self.gait_phase)])
+        obs = self.OBS.pack(*parts)
         if not self.config["privileged_obs"]:
             return obs
         sim, p = self.sim, self.params
@@ -563,6 +615,7 @@ OBSERVATION_TABLE
 
     # -- state ---------------------------------------------------------------------------------------------------
     _TASK_KEYS = ("command", "reward_command", "fixed_command", "command_countdown", "push_countdown", "applied",
+                  "gait_phase",
                   "air_time", "contact", "first_contact", "touchdown_air", "foot_force", "foot_slip", "base_contact",
                   "vel_avg", "params")
 
@@ -609,3 +662,26 @@ class TrotGait:
         offset[1::3] = s * self.thigh * np.sin(phase)
         offset[2::3] = -s * self.calf * np.maximum(0.0, -np.cos(phase - self.lift_delay))
         return offset
+
+
+class GaitTeacher:
+    """A feedback policy for ``action_type="gait"`` (no learning; the DAgger teacher of the locomotion recipe):
+    it drives the trot generator at the command plus ``GAIN`` times the tracking error of the velocity the success
+    test reads (the 0.5 s average), with no residuals. A function of the state alone: it acts from any state."""
+
+    GAIN = np.array([0.5, 0.5, 0.5])
+
+    def __init__(self, env):
+        self.env = env.unwrapped
+        if self.env.config["action_type"] != "gait":
+            raise ValueError("GaitTeacher drives action_type='gait'")
+
+    def reset(self):
+        """Nothing to reset: the policy is a function of the state."""
+
+    def __call__(self, obs=None):
+        e = self.env
+        velocity = e.command + self.GAIN * (e.command - e.vel_avg)
+        action = np.zeros(15)
+        action[:3] = np.clip(velocity / np.asarray(e.config["gait"]["velocity_scale"]), -1.0, 1.0)
+        return action.astype(np.float32)

@@ -66,7 +66,7 @@ class LegKinematics:
         return np.stack([abduction, thigh, knee], axis=1).ravel()
 
 
-def trot_feet(phase, velocity, frequency, lift, nominal):
+def trot_feet(phase, velocity, frequency, lift, nominal, lift_delay=0.0):
     """Foot targets (4, 3), base frame, of the trot at gait ``phase`` [rad] for a body moving at ``velocity`` =
     (v_x, v_y, ω_z) [m/s, rad/s] (base frame) with ``frequency`` [Hz] steps of ``lift`` [m] around the ``nominal``
     foot positions (4, 3). Leg i's phase is ``phase`` + TROT_PHASE[i]: stance in its first half cycle (the foot
@@ -76,11 +76,8 @@ def trot_feet(phase, velocity, frequency, lift, nominal):
     stride_time = 0.5 / frequency  # stance lasts half a cycle
     # displacement over one stance of the ground under each foot, in the base frame: (v + ω × p) T
     d = np.stack([v_x - w_z * nominal[:, 1], v_y + w_z * nominal[:, 0]], axis=1) * stride_time
-    s = np.mod(phase + TROT_PHASE, 2.0 * math.pi) / (2.0 * math.pi)  # position in the cycle, [0, 1)
-    stance = s < 0.5
-    u = np.where(stance, s / 0.5, (s - 0.5) / 0.5)  # progress through the stance or the swing, [0, 1)
-    along = np.where(stance, 0.5 - u, -0.5 + 0.5 * (1.0 - np.cos(math.pi * u)))  # in strides, ahead of nominal
+    phi = phase + TROT_PHASE
     feet = nominal.copy()
-    feet[:, :2] += along[:, None] * d
-    feet[:, 2] += np.where(stance, 0.0, lift * np.sin(math.pi * u))
+    feet[:, :2] += 0.5 * np.cos(phi)[:, None] * d  # ahead at touchdown (φ = 0), behind at lift-off (φ = π)
+    feet[:, 2] += lift * np.maximum(0.0, -np.sin(phi - lift_delay))  # swing: φ in (π + delay, 2π + delay)
     return feet

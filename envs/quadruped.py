@@ -32,7 +32,8 @@ def default_config():
         action_scale=0.3,  # joint target offset from NOMINAL [rad] at |a| = 1 (action_type="joint")
         # action_type="gait": step frequency [Hz], swing height [m], generator velocity (v_x, v_y [m/s], ω_z
         # [rad/s]) at |a| = 1, residual joint offset [rad] at |a| = 1
-        gait=dict(frequency=2.5, lift=0.07, velocity_scale=(2.0, 1.0, 2.0), residual_scale=0.1, lead=0.0),
+        gait=dict(frequency=3.0, lift=0.06, velocity_scale=(2.0, 1.0, 2.0), residual_scale=0.1, lead=0.0,
+                  lift_delay=1.57),
         kp=gc.KP, kd=gc.KD,  # joint PD [N m/rad], [N m s/rad]
         armature=(gc.HIP_ARMATURE, gc.KNEE_ARMATURE),  # reflected rotor inertia (hip & thigh, knee) [kg m²]
         # Contact: robot and ground share k, d, μ, so a pair has k/2 = 5e5 N/m and μ: a standing foot sags
@@ -498,7 +499,7 @@ OBSERVATION_TABLE
         g = self.config["gait"]
         self.gait_phase = (self.gait_phase + 2.0 * math.pi * g["frequency"] * self.control_period) % (2.0 * math.pi)
         feet = trot_feet(self.gait_phase + g["lead"], action[:3] * np.asarray(g["velocity_scale"]),
-                         g["frequency"], g["lift"], self.nominal_feet)
+                         g["frequency"], g["lift"], self.nominal_feet, g["lift_delay"])
         return self.legs.inverse(feet) + g["residual_scale"] * action[3:]
 
     # -- per-step bookkeeping (once after each advance: contacts, air times, velocity average) -------------------

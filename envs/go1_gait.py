@@ -3,11 +3,22 @@ turns its actions into.
 
 Policies that modulate a trajectory generator (PMTG, Iscen et al. 2018) learn speed-controlled walking from far
 fewer samples than joint-space policies: the generator walks, the policy adjusts it. Here the generator is a trot
-whose feet follow, in the base frame, the relative motion a body moving at a chosen velocity (v_x, v_y, ω_z) asks
-of them: during stance (half of each cycle) a foot slides backward along the ground by the distance the body
-covers, during swing it returns along a raised-cosine arc of height ``lift``. Diagonal pairs alternate (FL + RR,
-FR + RL). Analytic inverse kinematics turns the four foot targets into the 12 joint targets; the policy adds
-bounded residual joint offsets.
+(diagonal pairs FL + RR and FR + RL alternate, each leg half a cycle on the ground) whose feet are planned in the
+base frame from four inputs the policy sets every control period:
+
+- the **stance velocity** (v_x, v_y, ω_z): a foot on the ground moves at the ground's velocity relative to a body
+  moving so, −(v + ω × p);
+- the **step offset** (x, y, ψ): where a swinging foot lands, relative to the neutral point of that velocity
+  (nominal position + half a stance of travel): shifted by (x, y) and turned by ψ about the base's z axis. Raibert's
+  foot placement, Δ = k (v_measured − v_stance) for each of v_x, v_y, ω_z, is what a policy puts here: it is how a
+  trot balances, accelerates and turns;
+- the **posture** (two slopes): stance feet lowered by s_x x + s_y y, i.e. the body pitched and rolled;
+- **residual** joint offsets, added after the inverse kinematics.
+
+Two feed-forward terms make soft joint servos (35 N m/rad) follow the plan: each stance leg's joint targets are
+offset by Jᵀ f / k_p, the deflection its share of the weight f = m g / 2 would otherwise cause (without it the knees
+sag 0.2 rad and the feet drift ahead of the centre of mass), and the targets lead the plan by ``lead_time``
+(extrapolated along it), which is what the PD's damping and the zero-order hold of each control period lag behind.
 
 Leg geometry (from the model, not typed in): hip abduction joint at ``hip`` in the base frame, thigh joint
 ``l1`` along the hip's y axis (+ for left legs), knee ``l2`` below the thigh joint, foot centre ``l3`` below the
@@ -16,6 +27,7 @@ knee; abduction about x, thigh and knee about y (a positive thigh angle swings t
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -65,19 +77,86 @@ class LegKinematics:
         thigh = np.arctan2(-x, r) - np.arctan2(self.l3 * np.sin(knee), self.l2 + self.l3 * np.cos(knee))
         return np.stack([abduction, thigh, knee], axis=1).ravel()
 
+    def jacobian(self, q):
+        """∂(foot centre)/∂(joint angles) (4, 3, 3) of each leg, base frame, at q (12,) [rad]."""
+        q = np.asarray(q, dtype=float).reshape(4, 3)
+        a, t, k = q[:, 0], q[:, 1], q[:, 2]
+        ca, sa = np.cos(a), np.sin(a)
+        r = self.l2 * np.cos(t) + self.l3 * np.cos(t + k)
+        x_t = -self.l2 * np.cos(t) - self.l3 * np.cos(t + k)
+        x_k = -self.l3 * np.cos(t + k)
+        r_t = -self.l2 * np.sin(t) - self.l3 * np.sin(t + k)
+        r_k = -self.l3 * np.sin(t + k)
+        J = np.zeros((4, 3, 3))
+        J[:, 1, 0], J[:, 2, 0] = -self.l1 * sa + r * ca, self.l1 * ca + r * sa
+        J[:, 0, 1], J[:, 1, 1], J[:, 2, 1] = x_t, r_t * sa, -r_t * ca
+        J[:, 0, 2], J[:, 1, 2], J[:, 2, 2] = x_k, r_k * sa, -r_k * ca
+        return J
 
-def trot_feet(phase, velocity, frequency, lift, nominal, lift_delay=0.0):
-    """Foot targets (4, 3), base frame, of the trot at gait ``phase`` [rad] for a body moving at ``velocity`` =
-    (v_x, v_y, ω_z) [m/s, rad/s] (base frame) with ``frequency`` [Hz] steps of ``lift`` [m] around the ``nominal``
-    foot positions (4, 3). Leg i's phase is ``phase`` + TROT_PHASE[i]: stance in its first half cycle (the foot
-    moves from half a stride ahead to half a stride behind its nominal position, at the ground's velocity relative
-    to the base, −(v + ω × p)), swing in the second (back along a raised cosine, up by ``lift`` sin)."""
-    v_x, v_y, w_z = velocity
-    stride_time = 0.5 / frequency  # stance lasts half a cycle
-    # displacement over one stance of the ground under each foot, in the base frame: (v + ω × p) T
-    d = np.stack([v_x - w_z * nominal[:, 1], v_y + w_z * nominal[:, 0]], axis=1) * stride_time
-    phi = phase + TROT_PHASE
-    feet = nominal.copy()
-    feet[:, :2] += 0.5 * np.cos(phi)[:, None] * d  # ahead at touchdown (φ = 0), behind at lift-off (φ = π)
-    feet[:, 2] += lift * np.maximum(0.0, -np.sin(phi - lift_delay))  # swing: φ in (π + delay, 2π + delay)
-    return feet
+
+class TrotPlan(NamedTuple):
+    """One control period of the trot generator: the phase, the planned foot centres (4, 3) [m, base frame], where
+    each foot left the ground (4, 2) [m] and the joint targets (12,) [rad]."""
+
+    phase: float
+    feet: np.ndarray
+    liftoff: np.ndarray
+    q: np.ndarray
+
+
+class TrotGenerator:
+    """The trot of the module docstring. Stateless: what it remembers between periods (phase, planned feet, lift-off
+    points) is passed in and returned (``TrotPlan``), so the env keeps it with its state."""
+
+    def __init__(self, legs: LegKinematics, nominal_q, mass, kp, frequency, lift, lead_time, reach, control_period):
+        self.legs = legs
+        self.nominal = legs.forward(nominal_q)  # (4, 3) base frame [m]
+        self.weight = mass * 9.81  # [N]
+        self.kp, self.frequency, self.lift, self.lead_time = kp, frequency, lift, lead_time
+        self.reach, self.dt = reach, control_period
+        self.stance_time = 0.5 / frequency  # [s]: half a cycle
+
+    def start(self):
+        """The plan a standing robot is in: phase 0, every foot at its nominal position."""
+        return TrotPlan(0.0, self.nominal.copy(), self.nominal[:, :2].copy(), self.legs.inverse(self.nominal))
+
+    def ground_velocity(self, velocity):
+        """(4, 2) velocity [m/s] of the ground under each nominal foot relative to a body moving at ``velocity`` =
+        (v_x, v_y, ω_z), base frame: −(v + ω × p)."""
+        v_x, v_y, w_z = velocity
+        p = self.nominal
+        return -np.stack([v_x - w_z * p[:, 1], v_y + w_z * p[:, 0]], axis=1)
+
+    def step(self, plan: TrotPlan, velocity, step_offset, posture, residual) -> TrotPlan:
+        """The plan one control period after ``plan`` for stance ``velocity`` (3,), swing-foot ``step_offset``
+        (x, y [m], ψ [rad]), ``posture`` slopes (2,) and ``residual`` joint offsets (12,) [rad]."""
+        phase = (plan.phase + 2.0 * math.pi * self.frequency * self.dt) % (2.0 * math.pi)
+        leg_phase = (phase + TROT_PHASE) % (2.0 * math.pi)
+        swing = leg_phase >= math.pi
+        was_swing = (plan.phase + TROT_PHASE) % (2.0 * math.pi) >= math.pi
+        ground = self.ground_velocity(velocity)
+        nominal = self.nominal
+        liftoff = np.where((swing & ~was_swing)[:, None], plan.feet[:, :2], plan.liftoff)
+        # swing: from the lift-off point to the neutral point of the stance velocity + the step offset, on an arc
+        dx, dy, dpsi = step_offset
+        touchdown = nominal[:, :2] - 0.5 * self.stance_time * ground
+        touchdown[:, 0] += dx - dpsi * nominal[:, 1]
+        touchdown[:, 1] += dy + dpsi * nominal[:, 0]
+        touchdown = np.clip(touchdown, nominal[:, :2] - self.reach, nominal[:, :2] + self.reach)
+        u = np.where(swing, (leg_phase - math.pi) / math.pi, 0.0)
+        s = 0.5 - 0.5 * np.cos(math.pi * u)
+        feet = nominal.copy()
+        feet[:, :2] = np.where(swing[:, None], liftoff + s[:, None] * (touchdown - liftoff),
+                               plan.feet[:, :2] + self.dt * ground)  # stance: the foot moves with the ground
+        feet[:, 2] += np.where(swing, self.lift * np.sin(math.pi * u), 0.0)
+        feet[:, 2] -= posture[0] * nominal[:, 0] + posture[1] * nominal[:, 1]
+        # joint targets: the plan led by lead_time, through the inverse kinematics, with the stance legs'
+        # weight deflection added (a stance leg pushes down with its share of the weight: q − Jᵀ f / k_p)
+        led = feet + (self.lead_time / self.dt) * (feet - plan.feet)
+        q = self.legs.inverse(led)
+        stance = ~swing
+        if stance.any():
+            f_z = self.weight / stance.sum()
+            J = self.legs.jacobian(q)
+            q = q - (f_z / self.kp) * np.where(stance[:, None], J[:, 2, :], 0.0).ravel()
+        return TrotPlan(phase, feet, liftoff, q + np.asarray(residual))

@@ -19,21 +19,22 @@ from cenic_gym.env import CenicEnv, ObsLayout, Segment, StateView
 from cenic_gym.model import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
 from . import go1_constants as gc
-from .go1_gait import LegKinematics, trot_feet
+from .go1_gait import LegKinematics, TrotGenerator
 
 
 def default_config():
     """Every number of the task (SI units: m, kg, s, rad), overridable by constructor kwargs."""
     return dict(
         control_period=0.02,  # 50 Hz (Playground's ctrl_dt)
-        # "joint": 12 joint-target offsets from NOMINAL; "gait": the trot generator's body velocity (3) and 12
-        # residual joint offsets (go1_gait; the gait phase is observed)
+        # "joint": 12 joint-target offsets from NOMINAL; "gait": the trot generator's stance velocity (3), step
+        # offset (3), posture (2) and 12 residual joint offsets (go1_gait; the gait phase is observed)
         action_type="joint",
         action_scale=0.3,  # joint target offset from NOMINAL [rad] at |a| = 1 (action_type="joint")
-        # action_type="gait": step frequency [Hz], swing height [m], generator velocity (v_x, v_y [m/s], ω_z
-        # [rad/s]) at |a| = 1, residual joint offset [rad] at |a| = 1
-        gait=dict(frequency=3.0, lift=0.06, velocity_scale=(2.0, 1.0, 2.0), residual_scale=0.1, lead=0.0,
-                  lift_delay=1.57),
+        # action_type="gait" (go1_gait.TrotGenerator): step frequency [Hz], swing height [m], lead of the joint
+        # targets [s], how far a foot may land from its nominal position [m]; at |a| = 1: stance velocity (v_x, v_y
+        # [m/s], ω_z [rad/s]), step offset [m], posture slope, residual joint offset [rad]
+        gait=dict(frequency=4.0, lift=0.07, lead_time=0.015, reach=0.12, velocity_scale=(2.0, 1.0, 2.0),
+                  step_scale=(0.15, 0.15, 0.5), posture_scale=0.5, residual_scale=0.1),
         kp=gc.KP, kd=gc.KD,  # joint PD [N m/rad], [N m s/rad]
         armature=(gc.HIP_ARMATURE, gc.KNEE_ARMATURE),  # reflected rotor inertia (hip & thigh, knee) [kg m²]
         # Contact: robot and ground share k, d, μ, so a pair has k/2 = 5e5 N/m and μ: a standing foot sags
@@ -71,7 +72,7 @@ def default_config():
         push_interval=(1.0, 3.0),  # seconds between kicks, uniform (Playground's kick_wait_times)
         push_velocity=(0.0, 1.0),  # horizontal Δv [m/s], uniform magnitude, uniform direction (Playground's
         #                            kick of up to 3 m/s over a half-sine force profile is a Δv of 3/π ≈ 1 m/s)
-        privileged_obs=False,  # True: Dict observation {"policy": (48,), "critic": (88,)} (gait: 53, 93)
+        privileged_obs=False,  # True: Dict observation {"policy": (48,), "critic": (88,)} (gait: 58, 98)
         # terrain (blind locomotion: the policy observation has no height scan):
         #   "flat"; "tiles": a square grid of level tiles (boxes welded to the world) with uniform random top
         #   heights in [0, max_height], laid out once per env from `seed` (Isaac Lab's random-grid terrain);
@@ -159,9 +160,11 @@ OBS = ObsLayout(
     Segment("command", 3, 0.0, "command (v_x, v_y, ω_z) [m/s, rad/s]"),
 )
 ACTION_TYPES = ("joint", "gait")
-# action_type="gait": the same, with the 15 numbers of its action and the generator's phase
+GAIT_ACTIONS = 20  # stance velocity 3, step offset 3, posture 2, residuals 12
+# action_type="gait": the same, with the 20 numbers of its action and the generator's phase
 OBS_GAIT = ObsLayout(*OBS.segments[:5],
-                     Segment("applied", 15, 0.0, "last applied action (generator velocity 3, residuals 12)"),
+                     Segment("applied", GAIT_ACTIONS, 0.0,
+                             "last applied action (stance velocity 3, step offset 3, posture 2, residuals 12)"),
                      OBS.segments[6],
                      Segment("gait_phase", 2, 0.0, "(sin φ, cos φ) of the trot generator's phase φ"))
 
@@ -196,13 +199,18 @@ class QuadrupedEnv(CenicEnv):
     Joint targets q_d = NOMINAL + 0.3 rad × a (``action_scale``), clipped to the joint limits; order FL, FR, RL, RR,
     each (hip abduction, thigh, calf). NOMINAL = (∓0.1, 0.9, −1.8) rad per leg (left legs −0.1).
 
-    ``action_type="gait"`` (a policy modulating a trajectory generator, :mod:`go1_gait`): ``Box(-1, 1, (15,))``.
-    a[0:3] is the body velocity (v_x, v_y, ω_z) the trot generator steps for, × ``gait["velocity_scale"]`` (2 m/s,
-    1 m/s, 2 rad/s); a[3:15] are residual joint offsets × ``gait["residual_scale"]`` (0.1 rad). The generator
-    trots at ``gait["frequency"]`` (2.5 Hz) with swings ``gait["lift"]`` (7 cm) high; its phase φ advances by
-    2π f Δt every step (from 0 at reset) and the joint targets are its feet one step ahead, through the legs'
-    inverse kinematics, plus the residuals, clipped to the joint limits. The observation then holds the 15
-    applied numbers at 33–47, the command at 48–50 and (sin φ, cos φ) at 51–52 (53 numbers, ``quadruped.OBS_GAIT``).
+    ``action_type="gait"`` (a policy modulating a trajectory generator, :mod:`go1_gait`): ``Box(-1, 1, (20,))``.
+    A trot generator (diagonal pairs alternate at ``gait["frequency"]`` = 4 Hz, swings ``gait["lift"]`` = 7 cm
+    high; its phase φ advances by 2π f Δt every step, from 0 at reset) plans the feet in the base frame from
+    a[0:3], the stance velocity (v_x, v_y, ω_z) × ``velocity_scale`` (2 m/s, 1 m/s, 2 rad/s): stance feet move
+    with the ground relative to a body moving so; a[3:6], the step offset (x, y, ψ) × ``step_scale`` (0.15 m,
+    0.15 m, 0.5 rad): where a swinging foot lands relative to the neutral point of that velocity (within
+    ``reach`` = 12 cm of its nominal position), which is what balances a trot (Raibert's foot placement);
+    a[6:8], the posture (pitch and roll slopes × ``posture_scale``); a[8:20], residual joint offsets
+    × ``residual_scale`` (0.1 rad) added after the legs' inverse kinematics. The generator adds the stance legs'
+    weight deflection (Jᵀ f / K_p) and leads the plan by ``lead_time`` (15 ms); targets are clipped to the joint
+    limits. The observation then holds the 20 applied numbers at 33–52, the command at 53–55 and (sin φ, cos φ)
+    at 56–57 (58 numbers, ``quadruped.OBS_GAIT``). ``GaitTeacher`` drives it from the observation alone.
 
     ## Observation space
 
@@ -215,7 +223,7 @@ OBSERVATION_TABLE
     49–52 foot contacts (0/1; FL, FR, RL, RR); 53–64 foot contact forces on the feet, world frame [N] (3 per foot);
     65–76 foot velocities, world frame [m/s]; 77–80 feet air times [s]; 81 friction μ; 82 K_p scale; 83 K_d
     scale; 84 base mass [kg]; 85–87 base centre of mass in the base frame [m] (with ``action_type="gait"`` the
-    policy part is 53 long and every critic index after it 5 higher). ``privileged_obs=False`` (default) keeps the
+    policy part is 58 long and every critic index after it 10 higher). ``privileged_obs=False`` (default) keeps the
     flat Box that plain SB3 policies take.
 
     ## Rewards
@@ -268,7 +276,7 @@ OBSERVATION_TABLE
     |----------------------|---------|----------------------------------------------------------------------|
     | action_type          | "joint" | "joint" (12 joint-target offsets) or "gait" (trot generator + residuals) |
     | action_scale         | 0.3     | joint target offset [rad] at \\|a\\| = 1                               |
-    | gait                 | above   | frequency [Hz], lift [m], velocity_scale, residual_scale (action_type="gait") |
+    | gait                 | above   | trot generator and action scales (action_type="gait", go1_gait)              |
     | kp, kd               | 35, 0.5 | joint PD gains [N m/rad], [N m s/rad]                                |
     | stiffness, dissipation, friction | 1e6, 10, 1.0 | contact material of robot and ground [N/m], [s/m], μ     |
     | command_range        | (1.5, 0.8, 1.2) | command maxima (v_x, v_y [m/s], ω_z [rad/s])                 |
@@ -324,13 +332,16 @@ OBSERVATION_TABLE
         if cfg["action_type"] not in ACTION_TYPES:
             raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {cfg['action_type']!r}")
         g = cfg["gait"]
-        if not (g["frequency"] > 0 and g["lift"] >= 0 and g["residual_scale"] >= 0
-                and len(g["velocity_scale"]) == 3 and all(x > 0 for x in g["velocity_scale"])):
-            raise ValueError(f"gait must have frequency > 0, lift >= 0, residual_scale >= 0 and 3 velocity_scale "
-                             f"values > 0, got {g!r}")
+        scalars = ("frequency", "lift", "lead_time", "reach", "posture_scale", "residual_scale")
+        triples = ("velocity_scale", "step_scale")
+        if (set(g) != set(scalars) | set(triples) or not g["frequency"] > 0
+                or not all(isinstance(g[k], (int, float)) and g[k] >= 0 for k in scalars)
+                or not all(len(g[k]) == 3 and all(x >= 0 for x in g[k]) for k in triples)):
+            raise ValueError(f"gait must have frequency > 0, {', '.join(scalars[1:])} >= 0, 3 values >= 0 for "
+                             f"{' and '.join(triples)}, and no other keys; got {g!r}")
         gait = cfg["action_type"] == "gait"
         self.OBS = OBS_GAIT if gait else OBS
-        self.action_space = spaces.Box(-1.0, 1.0, (15 if gait else 12,), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (GAIT_ACTIONS if gait else 12,), np.float32)
         policy = self.OBS.space()
         if cfg.get("privileged_obs") is True:
             self.observation_space = spaces.Dict(
@@ -366,8 +377,10 @@ OBSERVATION_TABLE
         self.system, self.pd = system, pd
         m = system.model
         self.leg_q = system.robot_q_indices(gc.ROBOT, gc.JOINTS)
-        self.legs = LegKinematics(m)
-        self.nominal_feet = self.legs.forward(gc.NOMINAL)  # base frame [m]
+        g = c["gait"]
+        self.gait = TrotGenerator(LegKinematics(m), gc.NOMINAL, mass=pin.computeTotalMass(m), kp=c["kp"],
+                                  frequency=g["frequency"], lift=g["lift"], lead_time=g["lead_time"],
+                                  reach=g["reach"], control_period=c["control_period"])
         self.leg_v = system.robot_v_indices(gc.ROBOT, gc.JOINTS)
         self.base_q, self.base_v = system.q_slice(gc.BASE_JOINT), system.v_slice(gc.BASE_JOINT)
         self.q_lower, self.q_upper = m.lowerPositionLimit[self.leg_q], m.upperPositionLimit[self.leg_q]
@@ -406,7 +419,7 @@ OBSERVATION_TABLE
         self.command_countdown = self._sample_command_steps()
         self.push_countdown = self._sample_push_steps() if c["pushes"] else 0
         self.applied = np.zeros(self.action_space.shape[0])
-        self.gait_phase = 0.0
+        self.gait_plan = self.gait.start()
         self.air_time = np.zeros(4)
         self.contact = np.ones(4, dtype=bool)
         self.first_contact = np.zeros(4, dtype=bool)
@@ -493,14 +506,14 @@ OBSERVATION_TABLE
         self.pd.set_target(q_d=q_d.clip(self.q_lower, self.q_upper))
 
     def _gait_targets(self, action):
-        """Joint targets of ``action_type="gait"``: the trot generator one control period on (the phase advances
-        by 2π f Δt), driven at velocity a[:3] · ``velocity_scale``, through the legs' inverse kinematics, plus the
-        residuals a[3:] · ``residual_scale``."""
+        """Joint targets of ``action_type="gait"``: the trot generator one control period on, driven by the
+        action's stance velocity, step offset, posture and residuals (each × its scale in ``gait``)."""
         g = self.config["gait"]
-        self.gait_phase = (self.gait_phase + 2.0 * math.pi * g["frequency"] * self.control_period) % (2.0 * math.pi)
-        feet = trot_feet(self.gait_phase + g["lead"], action[:3] * np.asarray(g["velocity_scale"]),
-                         g["frequency"], g["lift"], self.nominal_feet, g["lift_delay"])
-        return self.legs.inverse(feet) + g["residual_scale"] * action[3:]
+        self.gait_plan = self.gait.step(self.gait_plan, action[0:3] * np.asarray(g["velocity_scale"]),
+                                        step_offset=action[3:6] * np.asarray(g["step_scale"]),
+                                        posture=action[6:8] * g["posture_scale"],
+                                        residual=action[8:] * g["residual_scale"])
+        return self.gait_plan.q
 
     # -- per-step bookkeeping (once after each advance: contacts, air times, velocity average) -------------------
     def _after_advance(self):
@@ -552,7 +565,8 @@ OBSERVATION_TABLE
         q, v = s.q, s.v
         parts = [s.v_base, s.omega, -s.R[2, :], q[self.leg_q] - gc.NOMINAL, v[self.leg_v], self.applied, self.command]
         if self.config["action_type"] == "gait":
-            parts.append([math.sin(self.gait_phase), math.cos(self.gait_phase)])
+            phase = self.gait_plan.phase
+            parts.append([math.sin(phase), math.cos(phase)])
         obs = self.OBS.pack(*parts)
         if not self.config["privileged_obs"]:
             return obs
@@ -616,7 +630,7 @@ OBSERVATION_TABLE
 
     # -- state ---------------------------------------------------------------------------------------------------
     _TASK_KEYS = ("command", "reward_command", "fixed_command", "command_countdown", "push_countdown", "applied",
-                  "gait_phase",
+                  "gait_plan",
                   "air_time", "contact", "first_contact", "touchdown_air", "foot_force", "foot_slip", "base_contact",
                   "vel_avg", "params")
 
@@ -666,11 +680,22 @@ class TrotGait:
 
 
 class GaitTeacher:
-    """A feedback policy for ``action_type="gait"`` (no learning; the DAgger teacher of the locomotion recipe):
-    it drives the trot generator at the command plus ``GAIN`` times the tracking error of the velocity the success
-    test reads (the 0.5 s average), with no residuals. A function of the state alone: it acts from any state."""
+    """A feedback policy for ``action_type="gait"`` (no learning; the DAgger teacher of the locomotion recipe), a
+    function of what the policy observes (base velocity, projected gravity, command):
 
-    GAIN = np.array([0.5, 0.5, 0.5])
+    - stance velocity: the command, limited to ``ACCEL`` of the measured (v_x, v_y) (a step change of the command
+      is walked into, not jumped at), plus ``GAIN`` times the remaining tracking error of (v_x, v_y, ω_z);
+    - step offset: Raibert's foot placement, (T_stance / 2 + ``RAIBERT``) (v − v_stance): a foot lands ahead of the
+      neutral point when the body is faster than the stance velocity, which slows it, and behind when slower;
+    - posture: the stance feet lowered on the side the body leans towards (projected gravity × ``LEVEL``);
+    - no residuals."""
+
+    # how far the stance velocity may lead the measured (v_x, v_y) [m/s]; the yaw rate is not limited (limiting it
+    # to the measured one lets a spin feed itself: the stance turns with the body)
+    ACCEL = np.array([0.4, 0.4, np.inf])
+    GAIN = np.array([0.5, 0.5, 1.0])
+    RAIBERT = 0.06  # [s]
+    LEVEL = 1.0
 
     def __init__(self, env):
         self.env = env.unwrapped
@@ -682,7 +707,15 @@ class GaitTeacher:
 
     def __call__(self, obs=None):
         e = self.env
-        velocity = e.command + self.GAIN * (e.command - e.vel_avg)
-        action = np.zeros(15)
-        action[:3] = np.clip(velocity / np.asarray(e.config["gait"]["velocity_scale"]), -1.0, 1.0)
-        return action.astype(np.float32)
+        g, s = e.config["gait"], e.view
+        v = np.array([s.v_base[0], s.v_base[1], s.omega[2]])
+        v_stance = np.clip(e.command, v - self.ACCEL, v + self.ACCEL)
+        scale = np.asarray(g["velocity_scale"])
+        v_stance = np.clip(v_stance + self.GAIN * (v_stance - v), -scale, scale)
+        step = (0.5 * e.gait.stance_time + self.RAIBERT) * (v - v_stance)
+        gravity = -s.R[2, :2]  # projected gravity (x, y), base frame
+        action = np.zeros(GAIT_ACTIONS)
+        action[0:3] = v_stance / scale
+        action[3:6] = step / np.asarray(g["step_scale"])
+        action[6:8] = self.LEVEL * gravity / g["posture_scale"]
+        return np.clip(action, -1.0, 1.0).astype(np.float32)

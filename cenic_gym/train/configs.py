@@ -112,6 +112,10 @@ CONFIGS: dict[str, dict[str, dict]] = {
         "ppo": {**_PPO_WIDE, "env_kwargs": {}, "sb3": {**_PPO_WIDE["sb3"], "gamma": 0.99},
                 "rllib": {**_PPO["rllib"], "gamma": 0.99},
                 "eval_every": 50_000},  # an evaluation is 5 episodes of 1000 steps in the driver
+        "dagger": dict(PICK_PLACE_DAGGER, env_kwargs={"action_type": "gait"}, train_env_kwargs={}, steps=300_000,
+                       eval_every=25_000, eval_episodes=10, checkpoint_every=50_000,
+                       dagger=dict(PICK_PLACE_DAGGER["dagger"], teacher="cenic_gym.envs.quadruped:GaitTeacher",
+                                   episodes_per_round=4)),
         "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
     },
     "CenicAllegro-v0": {

@@ -111,7 +111,7 @@ class TrotGenerator:
     def __init__(self, legs: LegKinematics, nominal_q, mass, kp, frequency, lift, lead_time, reach, control_period):
         self.legs = legs
         self.nominal = legs.forward(nominal_q)  # (4, 3) base frame [m]
-        self.weight = mass * 9.81  # [N]
+        self.mass, self.weight = mass, mass * 9.81  # [kg], [N]
         self.kp, self.frequency, self.lift, self.lead_time = kp, frequency, lift, lead_time
         self.reach, self.dt = reach, control_period
         self.stance_time = 0.5 / frequency  # [s]: half a cycle
@@ -119,6 +119,15 @@ class TrotGenerator:
     def start(self):
         """The plan a standing robot is in: phase 0, every foot at its nominal position."""
         return TrotPlan(0.0, self.nominal.copy(), self.nominal[:, :2].copy(), self.legs.inverse(self.nominal))
+
+    def advance(self, phase):
+        """The generator's phase one control period after ``phase``."""
+        return (phase + 2.0 * math.pi * self.frequency * self.dt) % (2.0 * math.pi)
+
+    @staticmethod
+    def stance(phase):
+        """(4,) bool: which legs are on the ground at generator phase ``phase`` (each leg's first half cycle)."""
+        return (phase + TROT_PHASE) % (2.0 * math.pi) < math.pi
 
     def ground_velocity(self, velocity):
         """(4, 2) velocity [m/s] of the ground under each nominal foot relative to a body moving at ``velocity`` =
@@ -130,10 +139,10 @@ class TrotGenerator:
     def step(self, plan: TrotPlan, velocity, step_offset, posture, residual) -> TrotPlan:
         """The plan one control period after ``plan`` for stance ``velocity`` (3,), swing-foot ``step_offset``
         (x, y [m], ψ [rad]), ``posture`` slopes (2,) and ``residual`` joint offsets (12,) [rad]."""
-        phase = (plan.phase + 2.0 * math.pi * self.frequency * self.dt) % (2.0 * math.pi)
+        phase = self.advance(plan.phase)
         leg_phase = (phase + TROT_PHASE) % (2.0 * math.pi)
-        swing = leg_phase >= math.pi
-        was_swing = (plan.phase + TROT_PHASE) % (2.0 * math.pi) >= math.pi
+        swing = ~self.stance(phase)
+        was_swing = ~self.stance(plan.phase)
         ground = self.ground_velocity(velocity)
         nominal = self.nominal
         liftoff = np.where((swing & ~was_swing)[:, None], plan.feet[:, :2], plan.liftoff)

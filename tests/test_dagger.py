@@ -113,12 +113,17 @@ def test_dagger_config_is_the_plain_task_and_the_default_algo():
     # trained on the task it is evaluated on; the one training aid is observation noise on the training env
     assert cfg["train_env_kwargs"] == {"obs_noise": 1.0}
     assert not {"max_episode_steps", "accuracy", "obs_noise", "grasped_start", "placed_start"} & set(cfg["env_kwargs"])
-    assert default_algo("CenicFranka-v0") == "dagger" and default_algo("CenicQuadruped-v0") == "ppo"
+    assert default_algo("CenicFranka-v0") == "dagger" and default_algo("CenicAllegro-v0") == "ppo"
     # the suction recipe: the plain task, no aid, its own teacher
     cfg = get_config("CenicSuction-v0", "dagger")
     assert cfg["env_kwargs"] == {} and cfg["train_env_kwargs"] == {}
     assert cfg["dagger"]["teacher"] == "cenic_gym.envs.suction_pick:SuctionExpert"
     assert default_algo("CenicSuction-v0") == "dagger"
+    # the Go1 joystick: the task's commands and terrain through the gait action mode, no aid, its own teacher
+    cfg = get_config("CenicQuadruped-v0", "dagger")
+    assert cfg["env_kwargs"] == {"action_type": "gait"} and cfg["train_env_kwargs"] == {}
+    assert cfg["dagger"]["teacher"] == "cenic_gym.envs.quadruped:GaitTeacher"
+    assert default_algo("CenicQuadruped-v0") == "dagger"
     with pytest.raises(ValueError, match="one env in this process"):
         train("CenicFranka-v0", "dagger", steps=10, workers=1, out="/nonexistent/x", progress=False)
 

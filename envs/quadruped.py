@@ -33,7 +33,7 @@ def default_config():
         # action_type="gait" (go1_gait.TrotGenerator): step frequency [Hz], swing height [m], lead of the joint
         # targets [s], how far a foot may land from its nominal position [m]; at |a| = 1: stance velocity (v_x, v_y
         # [m/s], ω_z [rad/s]), step offset [m], posture slope, residual joint offset [rad]
-        gait=dict(frequency=4.0, lift=0.07, lead_time=0.015, reach=0.12, velocity_scale=(2.0, 1.0, 2.0),
+        gait=dict(frequency=4.5, lift=0.07, lead_time=0.01, reach=0.10, velocity_scale=(2.0, 1.0, 2.0),
                   step_scale=(0.15, 0.15, 0.5), posture_scale=0.5, residual_scale=0.1),
         kp=gc.KP, kd=gc.KD,  # joint PD [N m/rad], [N m s/rad]
         armature=(gc.HIP_ARMATURE, gc.KNEE_ARMATURE),  # reflected rotor inertia (hip & thigh, knee) [kg m²]
@@ -200,15 +200,15 @@ class QuadrupedEnv(CenicEnv):
     each (hip abduction, thigh, calf). NOMINAL = (∓0.1, 0.9, −1.8) rad per leg (left legs −0.1).
 
     ``action_type="gait"`` (a policy modulating a trajectory generator, :mod:`go1_gait`): ``Box(-1, 1, (20,))``.
-    A trot generator (diagonal pairs alternate at ``gait["frequency"]`` = 4 Hz, swings ``gait["lift"]`` = 7 cm
+    A trot generator (diagonal pairs alternate at ``gait["frequency"]`` = 4.5 Hz, swings ``gait["lift"]`` = 7 cm
     high; its phase φ advances by 2π f Δt every step, from 0 at reset) plans the feet in the base frame from
     a[0:3], the stance velocity (v_x, v_y, ω_z) × ``velocity_scale`` (2 m/s, 1 m/s, 2 rad/s): stance feet move
     with the ground relative to a body moving so; a[3:6], the step offset (x, y, ψ) × ``step_scale`` (0.15 m,
     0.15 m, 0.5 rad): where a swinging foot lands relative to the neutral point of that velocity (within
-    ``reach`` = 12 cm of its nominal position), which is what balances a trot (Raibert's foot placement);
+    ``reach`` = 10 cm of its nominal position), which is what balances a trot (Raibert's foot placement);
     a[6:8], the posture (pitch and roll slopes × ``posture_scale``); a[8:20], residual joint offsets
     × ``residual_scale`` (0.1 rad) added after the legs' inverse kinematics. The generator adds the stance legs'
-    weight deflection (Jᵀ f / K_p) and leads the plan by ``lead_time`` (15 ms); targets are clipped to the joint
+    weight deflection (Jᵀ f / K_p) and leads the plan by ``lead_time`` (10 ms); targets are clipped to the joint
     limits. The observation then holds the 20 applied numbers at 33–52, the command at 53–55 and (sin φ, cos φ)
     at 56–57 (58 numbers, ``quadruped.OBS_GAIT``). ``GaitTeacher`` drives it from the observation alone.
 
@@ -695,11 +695,11 @@ class GaitTeacher:
 
     # how far the stance velocity may lead the measured (v_x, v_y) [m/s]; the yaw rate is not limited (limiting it
     # to the measured one lets a spin feed itself: the stance turns with the body)
-    ACCEL = np.array([0.4, 0.4, np.inf])
-    GAIN = np.array([0.5, 0.5, 1.0])
-    RAIBERT = 0.06  # [s]
-    LEVEL = 1.0
-    PUSH = np.array([2.0, 0.0])  # [1/s] along x, y
+    ACCEL = np.array([0.35, 0.5, np.inf])
+    GAIN = np.array([1.25, 0.9, 1.25])
+    RAIBERT = 0.02  # [s]
+    LEVEL = 0.6
+    PUSH = np.array([3.0, 0.4])  # [1/s] along x, y
     def __init__(self, env):
         self.env = env.unwrapped
         if self.env.config["action_type"] != "gait":

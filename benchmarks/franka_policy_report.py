@@ -115,6 +115,12 @@ def report_parts(report):
     return parts
 
 
+def sweep_sentence(rows):
+    """The accuracy sweep table's rows (header and rule first) as one sentence: setting, success, substeps, contact."""
+    cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows[2:]]
+    return "; ".join(f"{c[0]}: {c[1]}, {c[4]}, {c[5]} mm" for c in cells)
+
+
 def section_lines(report, eps):
     """The RESULTS section's body after the provenance lines: the report's tables, their definitions, the verdict."""
     parts = report_parts(report)
@@ -130,7 +136,8 @@ def section_lines(report, eps):
     lines = [f"The shipped policy `training/policies/{ENV_ID}/model.zip` (its README: training and held-out "
              f"success). {options} {seeds}. The full report ([report.md]({folder}report.md), plots, every episode in "
              f"`episodes.jsonl`): `training/policies/{ENV_ID}/report/`.", "",
-             f"**Accuracy sweep**: {acc_note}", "", *table("## Accuracy sweep"), "",
+             f"**Accuracy sweep** (success, CENIC substeps per env step, deepest contact; the full table in the "
+             f"report): {sweep_sentence(table('## Accuracy sweep'))}. {acc_note}", "",
              "**Robustness**: " + " ".join(text("## Robustness")), "", *table("## Robustness")]
     if peers:
         lines += ["", f"**{peers[3:]}**: {peer_note}", "", *table(peers)]

@@ -220,6 +220,20 @@ def arg_parser(doc):
     return p
 
 
+def files_table(obs_dim, act_dim):
+    """The markdown table of a shipped DAgger policy folder's files (its README's "Files")."""
+    return "\n".join([
+        "| file | what |", "|---|---|",
+        "| `model.zip`, `model.vecnormalize.pkl` | the SB3 model and its observation statistics "
+        "(`stable_baselines3.SAC.load`) |",
+        "| `run.json` | the run record: env id and the options it was trained and is evaluated with (`cenic-gym eval` "
+        "reads it) |",
+        f"| `model.onnx` | the exported policy, normalization folded in: raw observation ({obs_dim},) float32 → "
+        f"action ({act_dim},) (`cenic-gym sim2real export`, checked against the SB3 model to 1e-5) |",
+        "| `training.json`, `curve.png` | this seed's periodic evaluations (10 held-out episodes each) and the final "
+        "one |"])
+
+
 def ship(bench, runs, seed):
     """Copy ``seed``'s model to the policy folder, export it to ONNX (the TorchScript twin is not shipped) and
     write its ``training.json``; returns {exported file: largest action difference to the SB3 model}."""

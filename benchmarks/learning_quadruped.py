@@ -47,43 +47,59 @@ def recipe():
     return get_config(ENV_ID, "dagger")
 
 
+class _Tracking:
+    """A :func:`~cenic_gym.sim2real.rollout.run_episode` hook (the perturbation interface: ``apply`` after the reset,
+    ``before_step`` before every step): puts ``peer``'s physics in place of the simulator (None: CENIC's) and keeps
+    (command, error of the averaged velocity) of every state whose command has been held ``HELD`` steps."""
+
+    def __init__(self, peer=None):
+        self.peer, self.real, self.held, self.last = peer, None, 0, None
+        self.command, self.error = [], []
+
+    def apply(self, env):
+        from cenic_gym.sim2real.sim2sim import peer_options, peer_physics
+
+        u = env.unwrapped
+        self.real, self.held, self.last = u.sim, 0, u.command.copy()
+        if self.peer is not None:
+            u.sim = peer_physics(self.peer)(self.real, **peer_options(self.peer))
+
+    def before_step(self, env, step):
+        if step > 0:
+            self.record(env)
+
+    def record(self, env):
+        u = env.unwrapped
+        self.held = self.held + 1 if np.array_equal(self.last, u.command) else 0
+        self.last = u.command.copy()
+        if self.held >= HELD:
+            self.command.append(u.command.copy())
+            self.error.append(u.vel_avg - u.command)
+
+    def restore(self, env):
+        env.unwrapped.sim = self.real
+
+    def describe(self):
+        return {"physics": self.peer or "cenic"}
+
+
 def track(policy, seeds, env_kwargs, peer=None):
     """``policy`` (a ``cenic_gym.sim2real`` policy) on held-out episodes: success, falls, returns, and the tracking
-    samples (command, error of the averaged velocity) of every step whose command has been held ``HELD`` steps.
-    ``peer`` ("mujoco"): that simulator is the physics (its default options) from each reset on."""
-    from cenic_gym.sim2real.rollout import make_env
-    from cenic_gym.sim2real.sim2sim import peer_options, peer_physics
+    samples (:class:`_Tracking`). ``peer`` ("mujoco"): that simulator is the physics (its default options)."""
+    from cenic_gym.sim2real.rollout import make_env, run_episode
 
     env = make_env(ENV_ID, **env_kwargs)
-    u = env.unwrapped
-    out = dict(success=[], fell=[], ret=[], length=[], command=[], error=[])
+    tracking, episodes = _Tracking(peer), []
     for seed in seeds:
-        obs, _ = env.reset(seed=int(seed))
-        real = u.sim
-        if peer is not None:
-            u.sim = peer_physics(peer)(real, **peer_options(peer))
-        policy.reset(env)
-        held, ret, steps = 0, 0.0, 0
-        while True:
-            before = u.command.copy()
-            obs, reward, terminated, truncated, info = env.step(policy(obs))
-            ret, steps = ret + float(reward), steps + 1
-            held = held + 1 if np.array_equal(before, u.command) else 0
-            if held >= HELD:
-                out["command"].append(u.command.copy())
-                out["error"].append(u.vel_avg - u.command)
-            if terminated or truncated:
-                break
-        u.sim = real
-        out["success"].append(bool(info["is_success"]))
-        out["fell"].append(bool(terminated))
-        out["ret"].append(ret)
-        out["length"].append(steps)
+        episodes.append(run_episode(env, policy, seed, perturbation=tracking))
+        tracking.record(env)  # the state after the last step
+        tracking.restore(env)
     env.close()
-    command, error = np.array(out["command"]), np.array(out["error"])
-    n = len(seeds)
-    return dict(episodes=n, success_rate=float(np.mean(out["success"])), falls=float(np.mean(out["fell"])),
-                mean_return=float(np.mean(out["ret"])), mean_length=float(np.mean(out["length"])),
+    command, error = np.array(tracking.command), np.array(tracking.error)
+    return dict(episodes=len(episodes), success_rate=float(np.mean([r.success for r in episodes])),
+                falls=float(np.mean([r.terminated for r in episodes])),
+                mean_return=float(np.mean([r.ret for r in episodes])),
+                mean_length=float(np.mean([r.steps for r in episodes])),
                 tracking=binned(command, error), mean_abs_error=np.abs(error).mean(axis=0).tolist())
 
 

@@ -125,9 +125,14 @@ class TrotGenerator:
         return (phase + 2.0 * math.pi * self.frequency * self.dt) % (2.0 * math.pi)
 
     @staticmethod
-    def stance(phase):
-        """(4,) bool: which legs are on the ground at generator phase ``phase`` (each leg's first half cycle)."""
-        return (phase + TROT_PHASE) % (2.0 * math.pi) < math.pi
+    def leg_phase(phase):
+        """(4,) each leg's phase in [0, 2π) at generator phase ``phase``: on the ground in its first half cycle."""
+        return (phase + TROT_PHASE) % (2.0 * math.pi)
+
+    @classmethod
+    def stance(cls, phase):
+        """(4,) bool: which legs are on the ground at generator phase ``phase``."""
+        return cls.leg_phase(phase) < math.pi
 
     def ground_velocity(self, velocity):
         """(4, 2) velocity [m/s] of the ground under each nominal foot relative to a body moving at ``velocity`` =
@@ -140,8 +145,8 @@ class TrotGenerator:
         """The plan one control period after ``plan`` for stance ``velocity`` (3,), swing-foot ``step_offset``
         (x, y [m], ψ [rad]), ``posture`` slopes (2,) and ``residual`` joint offsets (12,) [rad]."""
         phase = self.advance(plan.phase)
-        leg_phase = (phase + TROT_PHASE) % (2.0 * math.pi)
-        swing = ~self.stance(phase)
+        leg_phase = self.leg_phase(phase)
+        swing = leg_phase >= math.pi
         was_swing = ~self.stance(plan.phase)
         ground = self.ground_velocity(velocity)
         nominal = self.nominal

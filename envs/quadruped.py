@@ -332,13 +332,15 @@ OBSERVATION_TABLE
         if cfg["action_type"] not in ACTION_TYPES:
             raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {cfg['action_type']!r}")
         g = cfg["gait"]
-        scalars = ("frequency", "lift", "lead_time", "reach", "posture_scale", "residual_scale")
+        lengths = ("lift", "lead_time", "reach")
+        scales = ("posture_scale", "residual_scale")
         triples = ("velocity_scale", "step_scale")
-        if (set(g) != set(scalars) | set(triples) or not g["frequency"] > 0
-                or not all(isinstance(g[k], (int, float)) and g[k] >= 0 for k in scalars)
-                or not all(len(g[k]) == 3 and all(x >= 0 for x in g[k]) for k in triples)):
-            raise ValueError(f"gait must have frequency > 0, {', '.join(scalars[1:])} >= 0, 3 values >= 0 for "
-                             f"{' and '.join(triples)}, and no other keys; got {g!r}")
+        if (set(g) != {"frequency", *lengths, *scales, *triples}
+                or not all(isinstance(g[k], (int, float)) for k in ("frequency", *lengths, *scales))
+                or not all(g[k] >= 0 for k in lengths) or not all(g[k] > 0 for k in ("frequency", *scales))
+                or not all(len(g[k]) == 3 and all(x > 0 for x in g[k]) for k in triples)):
+            raise ValueError(f"gait must have {', '.join(lengths)} >= 0, frequency and {', '.join(scales)} > 0, 3 "
+                             f"values > 0 for {' and '.join(triples)}, and no other keys; got {g!r}")
         gait = cfg["action_type"] == "gait"
         self.OBS = OBS_GAIT if gait else OBS
         self.action_space = spaces.Box(-1.0, 1.0, (GAIT_ACTIONS if gait else 12,), np.float32)
@@ -381,6 +383,10 @@ OBSERVATION_TABLE
         self.gait = TrotGenerator(LegKinematics(m), gc.NOMINAL, mass=pin.computeTotalMass(m), kp=c["kp"],
                                   frequency=g["frequency"], lift=g["lift"], lead_time=g["lead_time"],
                                   reach=g["reach"], control_period=c["control_period"])
+        # action_type="gait": what |a| = 1 means for each of the 20 numbers (stance velocity, step offset, posture,
+        # residuals), in the generator's units
+        self.gait_scale = np.concatenate([g["velocity_scale"], g["step_scale"], [g["posture_scale"]] * 2,
+                                          [g["residual_scale"]] * 12])
         self.leg_v = system.robot_v_indices(gc.ROBOT, gc.JOINTS)
         self.base_q, self.base_v = system.q_slice(gc.BASE_JOINT), system.v_slice(gc.BASE_JOINT)
         self.q_lower, self.q_upper = m.lowerPositionLimit[self.leg_q], m.upperPositionLimit[self.leg_q]
@@ -508,11 +514,8 @@ OBSERVATION_TABLE
     def _gait_targets(self, action):
         """Joint targets of ``action_type="gait"``: the trot generator one control period on, driven by the
         action's stance velocity, step offset, posture and residuals (each × its scale in ``gait``)."""
-        g = self.config["gait"]
-        self.gait_plan = self.gait.step(self.gait_plan, action[0:3] * np.asarray(g["velocity_scale"]),
-                                        step_offset=action[3:6] * np.asarray(g["step_scale"]),
-                                        posture=action[6:8] * g["posture_scale"],
-                                        residual=action[8:] * g["residual_scale"])
+        u = action * self.gait_scale
+        self.gait_plan = self.gait.step(self.gait_plan, u[0:3], step_offset=u[3:6], posture=u[6:8], residual=u[8:])
         return self.gait_plan.q
 
     # -- per-step bookkeeping (once after each advance: contacts, air times, velocity average) -------------------
@@ -711,24 +714,19 @@ class GaitTeacher:
         """Nothing to reset: the policy is a function of the state."""
 
     def __call__(self, obs=None):
-        e = self.env
-        g, s = e.config["gait"], e.view
+        e, s, gen = self.env, self.env.view, self.env.gait
         v = np.array([s.v_base[0], s.v_base[1], s.omega[2]])
         v_stance = np.clip(e.command, v - self.ACCEL, v + self.ACCEL)
-        scale = np.asarray(g["velocity_scale"])
-        v_stance = np.clip(v_stance + self.GAIN * (v_stance - v), -scale, scale)
-        step = (0.5 * e.gait.stance_time + self.RAIBERT) * (v - v_stance)
-        gravity = -s.R[2, :2]  # projected gravity (x, y), base frame
-        action = np.zeros(GAIT_ACTIONS)
-        action[0:3] = v_stance / scale
-        action[3:6] = step / np.asarray(g["step_scale"])
-        action[6:8] = self.LEVEL * gravity / g["posture_scale"]
-        gen = e.gait
+        limit = e.gait_scale[0:3]
+        v_stance = np.clip(v_stance + self.GAIN * (v_stance - v), -limit, limit)
+        u = np.zeros(GAIT_ACTIONS)  # in the generator's units; the action is u / gait_scale
+        u[0:3] = v_stance
+        u[3:6] = (0.5 * gen.stance_time + self.RAIBERT) * (v - v_stance)
+        u[6:8] = self.LEVEL * -s.R[2, :2]  # projected gravity (x, y), base frame
         stance = gen.stance(gen.advance(e.gait_plan.phase))
         if stance.any():
             push = np.zeros(3)
             push[:2] = gen.mass * self.PUSH * (v_stance[:2] - v[:2]) / stance.sum()
             J = gen.legs.jacobian(s.q[e.leg_q])
-            residual = -np.where(stance[:, None], J.transpose(0, 2, 1) @ push, 0.0).ravel() / e.config["kp"]
-            action[8:] = residual / g["residual_scale"]
-        return np.clip(action, -1.0, 1.0).astype(np.float32)
+            u[8:] = -np.where(stance[:, None], J.transpose(0, 2, 1) @ push, 0.0).ravel() / e.config["kp"]
+        return np.clip(u / e.gait_scale, -1.0, 1.0).astype(np.float32)

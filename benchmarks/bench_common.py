@@ -47,17 +47,21 @@ def machine_line():
     return f"{machine_info()} (`lscpu` model name, `os.cpu_count()`); {threads()}"
 
 
+PACKAGE_DIRS = ("cenic_gym", "envs", "assets")  # what `pip install` ships (pyproject's package-dir)
+
+
 def git_rev():
-    """Short HEAD, plus ``" + uncommitted changes in cenic_gym/"`` when ``cenic_gym/`` differs from it; ``"?"`` if
-    git is unavailable."""
+    """Short HEAD, plus ``" + uncommitted changes in the package"`` when the installed code (``cenic_gym/`` and the
+    ``envs/`` and ``assets/`` it ships as ``cenic_gym.envs`` / ``cenic_gym.assets``) differs from it; ``"?"`` if git
+    is unavailable."""
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              cwd=REPO).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "cenic_gym"], capture_output=True, text=True,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *PACKAGE_DIRS], capture_output=True, text=True,
                                cwd=REPO).stdout.strip()
     except OSError:
         return "?"
-    return rev + (" + uncommitted changes in cenic_gym/" if dirty else "")
+    return rev + (" + uncommitted changes in the package" if dirty else "")
 
 
 def versions(*packages):

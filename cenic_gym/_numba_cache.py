@@ -52,6 +52,10 @@ PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
 PACKAGE = __name__.rpartition(".")[0]
 PRUNE_AFTER_DAYS = 30
 VERSIONS = "\0".join((sys.version, numba.__version__, llvmlite.__version__, numpy.__version__))
+# the module whose cache tells a cold start (every simulation runs its kernels) and what that costs: the cold
+# first simulation of benchmarks/compile_time.py (118 s for the Go1, 136 s for the clutter on 2 AMD EPYC cores)
+COLD_PROBE = "cenic"
+COLD_COMPILE = "about 2 minutes"
 _DIR_NAME = re.compile(r"\w+-[0-9a-f]{16}")
 # `from .x import ...`, `from . import x, y`, `from <package>[.x] import ...`, `import <package>.x`
 _IMPORT = re.compile(rf"^[ \t]*(?:from[ \t]+(?:\.|{PACKAGE}\b\.?)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)"
@@ -139,6 +143,30 @@ def cache_dir(module, base=None):
         path = fallback
         _writable(path)
     return path
+
+
+def is_cold(module=COLD_PROBE, base=None):
+    """Whether ``module``'s kernels have nothing compiled in the cache yet (a fresh install, an upgrade, an edit of
+    the sources it reaches): numba writes one ``*.nbi`` index per cached kernel."""
+    try:
+        return not any(name.endswith(".nbi") for name in os.listdir(cache_dir(module, base)))
+    except OSError:
+        return True
+
+
+_announced = False
+
+
+def announce_compile(stream=None):
+    """Before the first simulation of a process: if the integrator's kernels are not compiled yet, say so in one line
+    (on stderr), since numba compiles them silently on first use. Once per process; nothing on a warm cache."""
+    global _announced
+    if _announced:
+        return
+    _announced = True
+    if is_cold():
+        print(f"{PACKAGE}: compiling the CENIC kernels once, {COLD_COMPILE}; cached in {cache_root()}",
+              file=stream or sys.stderr, flush=True)
 
 
 def prune(root=None, max_age_days=PRUNE_AFTER_DAYS):

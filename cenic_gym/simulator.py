@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from ._numba_cache import announce_compile
 from .cenic import AdvanceStats, CenicIntegrator, ContactResults, IntegratorStats  # noqa: F401  (re-exported)
 from .contact import DEFAULT_MARGIN
 from .errors import SimulationError  # noqa: F401  (re-exported)
@@ -116,6 +117,7 @@ class Simulator:
                  error_per_unit_step=False, external=None, impact_friction=True):
         if not isinstance(system, MultibodySystem):
             raise TypeError(f"system must be a MultibodySystem (SceneBuilder(...).build()), got {system!r}")
+        announce_compile()
         accuracy = _positive("accuracy", accuracy)
         if accuracy > MAX_ACCURACY:
             raise ValueError(f"accuracy={accuracy!r} is above {MAX_ACCURACY:g}: it is a position error per step in "

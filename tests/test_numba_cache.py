@@ -19,10 +19,12 @@ import pytest
 import cenic_gym
 
 PROBE = r"""
-import json, numpy as np
+import json, sys, numpy as np
 import cenic_gym
 from cenic_gym.cenic import contact_forces
 from cenic_gym.icf import ContactPool
+nc = sys.modules.get("cenic_gym._numba_cache")  # absent in the plain-numba copy
+cold = nc.is_cold() if nc else None  # before anything is compiled or loaded
 # one sliding contact: v_c = (0.3, 0, -0.1) m/s, normal +z; the friction force depends on REGULARIZATION_SIGMA
 one, ones = np.ones(1), np.ones((1, 3))
 force, slip = np.zeros((1, 3)), np.zeros(1)
@@ -31,7 +33,7 @@ pool = ContactPool(np.eye(3)[None], np.array([[0, 1, 2]]), np.array([3]), ones *
 contact_forces(np.array([0.3, 0.0, -0.1]), pool, 1e-4, 1e-3, force, slip)
 st = contact_forces.stats
 print(json.dumps({"file": cenic_gym.__file__, "force": force[0].tolist(), "hits": sum(st.cache_hits.values()),
-                  "misses": sum(st.cache_misses.values())}))
+                  "misses": sum(st.cache_misses.values()), "cold": cold}))
 """
 
 
@@ -78,6 +80,26 @@ def test_edit_of_a_callee_module_recompiles_the_caller(tmp_path):
     assert edited["force"][0] != pytest.approx(first["force"][0], rel=1e-3)  # friction sees the new σ
     assert again["hits"] >= 1 and again["misses"] == 0 and again["force"] == edited["force"]  # kept
     assert (tmp_path / "numba_cache" / "cenic_gym").is_dir()  # under the user's NUMBA_CACHE_DIR
+    # is_cold(), which decides the "compiling…" notice: cold on an empty cache and after an edit the integrator's
+    # kernels reach, warm once they are compiled
+    assert (first["cold"], edited["cold"], again["cold"]) == (True, True, False)
+
+
+def test_cold_start_is_announced_once(monkeypatch, capsys):
+    """The first Simulator of a process on a cold cache prints one line saying what is compiling and where it is
+    cached (numba compiles silently for about 2 minutes); a warm cache, or a second simulator, prints nothing."""
+    from cenic_gym import _numba_cache as nc
+    from cenic_gym.scenes import sphere_drop
+    from cenic_gym.simulator import Simulator
+
+    for cold, lines in ((True, 1), (False, 0)):
+        monkeypatch.setattr(nc, "_announced", False)
+        monkeypatch.setattr(nc, "is_cold", lambda cold=cold: cold)
+        Simulator(sphere_drop())
+        Simulator(sphere_drop())
+        err = capsys.readouterr().err
+        assert err.count("cenic_gym: compiling the CENIC kernels once, about 2 minutes; cached in ") == lines, err
+        assert (nc.cache_root() in err) == bool(lines)
 
 
 @pytest.mark.slow

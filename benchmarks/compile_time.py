@@ -3,13 +3,14 @@
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/compile_time.py [--no-write]
 
 Every measurement is a fresh interpreter (``--child``) with a private ``NUMBA_CACHE_DIR`` (the kernels are cached in
-``<dir>/cenic_gym/<module>-<key>``, see ``cenic_gym/_numba_cache.py``), on a copy of ``cenic_gym/`` taken at the
-start (edits of the checkout during the run change nothing); it times ``import cenic_gym``, the scene construction,
-the first ``Simulator(scene, accuracy=1e-3).advance_to(0.1)`` and then the same on a second simulator (the run time
-without compiling or loading). Cold: empty cache directory (a fresh install); warm: a new interpreter on the cache
-the cold run left. Scenes: the demo clutter (20 boxes and spheres in a bin) and the standing Go1 with a joint PD
-controller (``scenes.go1_on_ground``); "Go1 after clutter" runs the Go1 on the clutter's cache (what is left to
-compile for a robot once the demo ran).
+``<dir>/cenic_gym/<module>-<key>``, see ``cenic_gym/_numba_cache.py``), on a copy of the package (``cenic_gym/``,
+``envs/``, ``assets/``) taken at the start (edits of the checkout during the run change nothing); it times
+``import cenic_gym`` and a first run, then the same run again in the same process (the run time without compiling or
+loading). A first run is, for each env, ``gym.make`` + ``reset`` + one ``step`` (what a new user's first run does),
+and for the two engine scenes the construction and ``Simulator(scene, accuracy=1e-3).advance_to(0.1)``: the demo
+clutter (20 boxes and spheres in a bin) and the standing Go1 with a joint PD controller (``scenes.go1_on_ground``).
+Cold: empty cache directory (a fresh install); warm: a new interpreter on the cache the cold run left; "Go1 after
+clutter" runs the Go1 scene on the clutter's cache (what is left to compile for a robot once the demo ran).
 
 The compile breakdown of the cold clutter run comes from numba's ``numba:compile`` events (one per dispatcher and
 signature, nested: a callee compiles inside its caller's type inference), exclusive of the callees, and from the
@@ -17,8 +18,8 @@ signature, nested: a callee compiles inside its caller's type inference), exclus
 with all its callees, which numba redoes at every level of the call tree).
 
 Writes the ``compile-time`` section of ``benchmarks/RESULTS.md`` (``bench_common.write_section``) unless
-``--no-write``; a full run takes ~3 min (two cold compiles of ~90 s each on 2 cores). Partly a timing benchmark: the
-cold compile time depends on the machine's load.
+``--no-write``; a full run takes ~12 min (five cold compiles of ~2 min each on 2 cores). Partly a timing benchmark:
+the cold compile time depends on the machine's load.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ import time
 
 from bench_common import REPO, provenance, write_section
 T_END = 0.1  # [s] simulated by each timed advance_to
+ENVS = ("CenicFranka-v0", "CenicAllegro-v0", "CenicSuction-v0", "CenicQuadruped-v0")
 TOP = 8  # kernels named in the section
 
 
@@ -54,7 +56,7 @@ def _exclusive(buffer, key):
 
 
 def child(scene):
-    """Run in a fresh interpreter: print the timings of one scene as JSON."""
+    """Run in a fresh interpreter: print the timings of one scene (``clutter``, ``go1``) or env id as JSON."""
     t0 = time.perf_counter()
     from numba.core import event
 
@@ -62,28 +64,38 @@ def child(scene):
     from cenic_gym import JointPD, Simulator, scenes
     t_import = time.perf_counter() - t0
 
-    def make():
-        if scene == "clutter":
-            return scenes.clutter(), []
-        s = scenes.go1_on_ground()
-        return s, [JointPD(s, s.robot_v_indices("go1"), kp=300.0, kd=5.0, q_d=s.q0[s.robot_q_indices("go1")])]
+    def first_run():
+        """What a user's first run does: for an env, ``gym.make`` + ``reset`` + one ``step``; for a scene, its
+        construction and ``Simulator(scene, accuracy=1e-3).advance_to(0.1)``."""
+        if scene in ENVS:
+            import gymnasium as gym
 
-    t0 = time.perf_counter()
-    system, external = make()
-    t_build = time.perf_counter() - t0
+            env = gym.make(scene)
+            env.reset(seed=0)
+            env.action_space.seed(0)
+            env.step(env.action_space.sample())
+            env.close()
+            return
+        if scene == "clutter":
+            system, external = scenes.clutter(), []
+        else:
+            system = scenes.go1_on_ground()
+            external = [JointPD(system, system.robot_v_indices("go1"), kp=300.0, kd=5.0,
+                                q_d=system.q0[system.robot_q_indices("go1")])]
+        Simulator(system, accuracy=1e-3, external=external).advance_to(T_END)
+
     compiles, passes = event.RecordingListener(), event.RecordingListener()
     with event.install_listener("numba:compile", compiles), event.install_listener("numba:run_pass", passes):
         t0 = time.perf_counter()
-        Simulator(system, accuracy=1e-3, external=external).advance_to(T_END)
+        first_run()
         t_first = time.perf_counter() - t0
-    system, external = make()
     t0 = time.perf_counter()
-    Simulator(system, accuracy=1e-3, external=external).advance_to(T_END)
+    first_run()
     t_run = time.perf_counter() - t0
     kernels = _exclusive(compiles.buffer, lambda e: "{0.__module__}.{0.__qualname__}".format(
         e.data["dispatcher"].py_func))
     by_pass = _exclusive(passes.buffer, lambda e: e.data["name"].split(" [")[0])
-    print(json.dumps(dict(import_s=t_import, build_s=t_build, first_s=t_first, run_s=t_run,
+    print(json.dumps(dict(import_s=t_import, first_s=t_first, run_s=t_run,
                           cache=cenic_gym._numba_cache.cache_root(),
                           package=os.path.dirname(cenic_gym.__file__), kernels=kernels, passes=by_pass)))
 
@@ -103,7 +115,7 @@ def run_child(scene, cache, src):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--child", choices=["clutter", "go1"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["clutter", "go1", *ENVS], help=argparse.SUPPRESS)
     ap.add_argument("--no-write", action="store_true", help="print only, do not update benchmarks/RESULTS.md")
     ap.add_argument("--package", default=str(REPO / "cenic_gym"),
                     help="the cenic_gym package directory to measure (default: this checkout's)")
@@ -113,15 +125,18 @@ def main():
 
     t_start, load0 = time.time(), os.getloadavg()[0]
     runs = {}
-    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, \
-            tempfile.TemporaryDirectory() as src:
-        shutil.copytree(args.package, os.path.join(src, "cenic_gym"),
-                        ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
-        for label, scene, cache in (("clutter cold", "clutter", a), ("clutter warm", "clutter", a),
-                                    ("Go1 cold", "go1", b), ("Go1 warm", "go1", b),
-                                    ("Go1 after clutter", "go1", a)):
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as src:
+        ignore = shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc")
+        shutil.copytree(args.package, os.path.join(src, "cenic_gym"), ignore=ignore)
+        for sub in ("envs", "assets"):  # shipped as cenic_gym.envs / .assets (pyproject's package-dir)
+            shutil.copytree(os.path.join(args.package, "..", sub), os.path.join(src, "cenic_gym", sub),
+                            ignore=ignore, dirs_exist_ok=True)
+        plan = [("clutter cold", "clutter", a), ("clutter warm", "clutter", a), ("Go1 after clutter", "go1", a)]
+        plan += [(f"{env} cold", env, None) for env in ENVS]
+        for label, scene, cache in plan:
             print(label, flush=True)
-            runs[label] = run_child(scene, cache, src)
+            with tempfile.TemporaryDirectory() as fresh:
+                runs[label] = run_child(scene, cache or fresh, src)
     body = report(runs, time.time() - t_start, load0)
     print("\n" + body)
     if not args.no_write:
@@ -133,12 +148,13 @@ def report(runs, total, load0):
     def sig_count(r):
         return sum(c for k, (_, c) in r["kernels"].items() if k.startswith("cenic_gym."))
 
-    rows = ["| run | import cenic_gym | scene build | first `advance_to(0.1)` | same, 2nd simulator | "
-            "compile or load (difference) | cenic_gym kernel compilations |", "|---|---|---|---|---|---|---|"]
+    rows = ["| run | import cenic_gym | first run | same, again | compile or load (difference) | "
+            "cenic_gym kernel compilations |", "|---|---|---|---|---|---|"]
     for label, r in runs.items():
-        rows.append(f"| {label} | {r['import_s']:.2f} s | {r['build_s']:.2f} s | {r['first_s']:.2f} s | "
-                    f"{r['run_s']:.2f} s | {r['first_s'] - r['run_s']:.2f} s | {sig_count(r)} |")
+        rows.append(f"| {label} | {r['import_s']:.2f} s | {r['first_s']:.2f} s | {r['run_s']:.2f} s | "
+                    f"{r['first_s'] - r['run_s']:.2f} s | {sig_count(r)} |")
     cold = runs["clutter cold"]
+    env_firsts = [r["first_s"] for label, r in runs.items() if label.split()[0] in ENVS]
     total_compile = sum(s for s, _ in cold["kernels"].values())
     ours = sorted(((s, c, k) for k, (s, c) in cold["kernels"].items()), reverse=True)
     top = ", ".join(f"`{k.removeprefix('cenic_gym.')}` {s:.1f} s" for s, c, k in ours[:TOP])
@@ -156,8 +172,12 @@ def report(runs, total, load0):
                     "`NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/compile_time.py`", total, load0,
                     ("numba", "llvmlite", "numpy", ("pinocchio (pin)", "pin"))),
         "Each row is a fresh interpreter with a private numba cache directory: cold = empty (a fresh install), "
-        "warm = the cache the cold run left; \"Go1 after clutter\" = the Go1 on the clutter's cache. The difference "
-        "column is the first `advance_to` minus the same on a second simulator: the compile (cold) or load (warm) time.",
+        "warm = the cache the cold run left; \"Go1 after clutter\" = the standing Go1 scene on the clutter's cache. "
+        "First run: for a scene its construction and `advance_to(0.1)` at ε = 1e-3; for an env `gym.make` + `reset` "
+        "+ one `step`. The difference column is the first run minus the same run again in the same process: the "
+        "compile (cold) or load (warm) time. Cold first runs of the envs: "
+        f"{min(env_firsts):.0f}–{max(env_firsts):.0f} s (target: ≤ 30 s); each compiles the integrator, the convex "
+        "solver and the contact kernels it reaches, most of the time in LLVM's lowering (below).",
         "",
         *rows,
         "",

@@ -53,7 +53,7 @@ PACKAGE = __name__.rpartition(".")[0]
 PRUNE_AFTER_DAYS = 30
 VERSIONS = "\0".join((sys.version, numba.__version__, llvmlite.__version__, numpy.__version__))
 # the module whose cache tells a cold start (every simulation runs its kernels) and what that costs: the cold
-# first simulation of benchmarks/compile_time.py (118 s for the Go1, 136 s for the clutter on 2 AMD EPYC cores)
+# first runs of benchmarks/compile_time.py (104-124 s per env, 140 s for the clutter on 2 AMD EPYC cores)
 COLD_PROBE = "cenic"
 COLD_COMPILE = "about 2 minutes"
 _DIR_NAME = re.compile(r"\w+-[0-9a-f]{16}")

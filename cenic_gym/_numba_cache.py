@@ -197,7 +197,8 @@ class PackageCacheLocator(caching._CacheLocator):
     """numba cache locator for the kernels of this package's modules: :func:`cache_dir` of the defining module
     (keyed by the sources it can reach, so never stale). Other files get ``None`` and go to numba's locators."""
 
-    def __init__(self, py_func, module):
+    def __init__(self, py_func, module, py_file):
+        self._py_file = py_file  # numba's warning for a kernel it cannot cache names the file
         self._lineno = py_func.__code__.co_firstlineno
         self._key = module_key(module)
         self._cache_path = cache_dir(module)
@@ -216,7 +217,7 @@ class PackageCacheLocator(caching._CacheLocator):
         directory, name = os.path.split(os.path.realpath(py_file))
         if directory != PACKAGE_DIR or name[:-3] not in _sources():
             return None
-        return cls(py_func, name[:-3])
+        return cls(py_func, name[:-3], py_file)
 
 
 def install():

@@ -109,3 +109,23 @@ def test_plain_numba_cache_goes_stale(tmp_path):
     if edited["misses"]:
         pytest.skip("this numba recompiles callers of changed modules (issue #1833 fixed): _numba_cache may go")
     assert edited["hits"] >= 1 and edited["force"] == first["force"]
+
+
+def test_uncachable_kernel_warns_instead_of_crashing():
+    """numba warns, naming the kernel's file, when a compiled kernel cannot be cached (lifted loops, dynamic
+    globals; NUMBA_OPT=0 hit it); with our locator that warning raised AttributeError instead."""
+    from types import SimpleNamespace
+
+    from numba.core.caching import CompileResultCacheImpl
+    from numba.core.errors import NumbaWarning
+
+    from cenic_gym import icf
+    from cenic_gym._numba_cache import PackageCacheLocator
+
+    impl = CompileResultCacheImpl(icf._reg_f.py_func)
+    assert isinstance(impl.locator, PackageCacheLocator)
+    cres = SimpleNamespace(lifted=(), library=SimpleNamespace(has_dynamic_globals=True),
+                           fndesc=SimpleNamespace(qualname="_reg_f"))
+    with pytest.warns(NumbaWarning, match="Cannot cache compiled function") as record:
+        assert impl.check_cachable(cres) is False
+    assert record[0].filename == icf.__file__

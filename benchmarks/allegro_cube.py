@@ -107,11 +107,9 @@ def main():
         f"{args.episodes} seeded episodes of up to {args.steps} env steps (20 Hz) with uniform random actions per mode "
         "(the same actions in every mode); an episode ends early when the cube is dropped. Env steps/s: wall of "
         "`env.step`, one process, one thread. Penetration: deepest contact over all accepted steps' contact results "
-        "(cube against fingertips, links and palm; finger against finger).",
+        "(cube against fingertips, links and palm; finger against finger). " + target_line,
         "",
         *table,
-        "",
-        target_line,
     ])
     print()
     print(body)

@@ -101,17 +101,25 @@ def section(data):
                 f"- {first['command']} · total runtime {sum(r['wall_s'] for r in runs.values()):.0f} s · date not "
                 "recorded · git ?", "- machine not recorded", ""]
     code = next((r.get("git") for r in runs.values() if r.get("git")), None)
+    commands = {}
+    for env_id, run in runs.items():
+        key = (run["command"], run.get("date", "date not recorded"), run.get("git", "?"))
+        commands.setdefault(key, []).append(env_id)
+    runs_note = "" if len(commands) < 2 else (  # envs trained by different invocations: say which
+        " Runs: " + "; ".join(f"{', '.join(envs)}: {cmd} ({date}, git {git})"
+                              for (cmd, date, git), envs in commands.items()) + ".")
     lines = [*head,
              "SB3 PPO, `CONFIGS[env]['ppo']` of `cenic_gym/train/configs.py`, for a fixed wall budget per env; "
-             "evaluated every `eval_every` env steps on `eval_episodes` deterministic episodes (success = "
-             "`info[\"is_success\"]` at the episode's end). Final: the last model and uniform random actions on "
+             "evaluated every `eval_every` env steps on `eval_episodes` deterministic episodes (success: "
+             "`cenic_gym.env.episode_success`, the task done at the episode's end; for CenicAllegro-v0 at least one "
+             "goal reached). Final: the last model and uniform random actions on "
              f"the same held-out episodes (seeds {FINAL_SEED}+). Every evaluation: `benchmarks/learning_envs.json` "
-             "and the plot below.",
+             f"and the plot (![learning curves]({OUT.with_suffix('.png').name})).{runs_note}",
              "",
              "| env | wall, env steps (per s) | envs × Ray workers | eval return: first → best → last | eval "
-             "success: best (last) | final PPO: return, success, length | random actions: return, success, length |",
-             "|---|---|---|---|---|---|---|"]
-    terms = ["", "| env | reward terms per episode, final PPO / random actions |", "|---|---|"]
+             "success: best (last) | final PPO: return, success, length | random actions: return, success, length "
+             "| reward terms per episode, final PPO / random actions |",
+             "|---|---|---|---|---|---|---|---|"]
 
     def policy(r):
         return f"{r['mean_return']:.1f} ± {r['std_return']:.1f}, {r['success_rate']:.2f}, {r['mean_length']:.0f}"
@@ -125,17 +133,11 @@ def section(data):
                      f"{run['config']['num_envs']} × {run['workers']} | "
                      + (f"{ret[0]:.1f} → {max(ret):.1f} → {ret[-1]:.1f}" if ev else "—") + " | "
                      + (f"{max(e['success_rate'] for e in ev):.2f} ({ev[-1]['success_rate']:.2f})" if ev else "—")
-                     + f" | {policy(fin)} | {policy(rnd)} |")
-        names = sorted(set(fin["terms"]) | set(rnd["terms"]), key=lambda k: -abs(fin["terms"].get(k, 0.0)))
-        terms.append(f"| {name} | " + ", ".join(
-            f"{k} {fin['terms'].get(k, 0.0):.1f} / {rnd['terms'].get(k, 0.0):.1f}" for k in names) + " |")
-    commands = {}
-    for env_id, run in runs.items():
-        commands.setdefault((run["command"], run.get("date", "date not recorded"), run.get("git", "?")), []).append(env_id)
-    if len(commands) > 1:  # envs trained by different invocations: say which
-        terms += ["", "Runs: " + "; ".join(f"{', '.join(envs)}: {cmd} ({date}, git {git})"
-                                            for (cmd, date, git), envs in commands.items()) + "."]
-    return "\n".join(lines + terms + ["", f"![learning curves]({OUT.with_suffix('.png').name})"])
+                     + f" | {policy(fin)} | {policy(rnd)} | "
+                     + ", ".join(f"{k} {fin['terms'].get(k, 0.0):.1f} / {rnd['terms'].get(k, 0.0):.1f}"
+                                 for k in sorted(set(fin["terms"]) | set(rnd["terms"]),
+                                                 key=lambda k: -abs(fin["terms"].get(k, 0.0)))) + " |")
+    return "\n".join(lines)
 
 
 def write_report(data):

@@ -483,6 +483,16 @@ def _check_randomization(dr, ranges):
             raise ValueError(f"domain_randomization[{key!r}] must be a (low, high) range, got {value!r}")
 
 
+def episode_success(last_info, goals=None) -> bool:
+    """Whether an episode succeeded. A task that counts the goals it reaches (``info["successes"]``: CenicAllegro-v0
+    draws a new goal on each) succeeds with at least one goal (``goals``: the last count its steps reported);
+    any other with ``info["is_success"]`` of its last step (the task done at the end). Every evaluation
+    (``cenic-gym eval``, training's periodic evaluations, :mod:`cenic_gym.sim2real`) counts success this way."""
+    if goals is not None:
+        return goals >= 1
+    return bool(last_info.get("is_success", False))
+
+
 def _check_finite(obs):
     parts = obs.values() if isinstance(obs, dict) else (obs,)
     for p in parts:

@@ -338,3 +338,60 @@ def test_scripted_rotator_reach_gating_follows_the_cube():
     assert not policy._reaches(1, centre + np.array([-0.06, 0.0, 0.0]), math.radians(10.0), q_middle)
     with pytest.raises(ValueError, match="reach_tol"):
         ScriptedRotator(env, reach_tol=0.0)
+
+
+def test_mirrored_rotator_turns_counter_clockwise():
+    """``mirror=True`` runs the clockwise relay in the world mirrored across the xz-plane (index and ring swap
+    roles): measured on the simulator's true cube state, the cube turns counter-clockwise."""
+    from cenic_gym.envs.allegro_cube import ScriptedRotator, rotation_episode
+    env = gym.make("CenicAllegro-v0")
+    r = rotation_episode(env, ScriptedRotator(env, mirror=True), 9, steps=60)
+    assert not r["dropped"] and r["rotation"] > math.radians(60.0), r
+
+
+def test_goal_rotator_reaches_z_goals():
+    """The goal task's scripted policy turns the cube to the first goal (a yaw about the palm normal) within the
+    0.1 rad success test; the env then draws the next goal and counts the first."""
+    from cenic_gym.envs.allegro_cube import GoalRotator
+    env = gym.make("CenicAllegro-v0", goal="z")
+    policy = GoalRotator(env)
+    # seeds 6 and 10: the goal lies 45° and 126° clockwise (reached at steps 39 and 73); seed 3: 30°
+    # counter-clockwise, within ccw_within, turned by the mirrored relay (step 23)
+    for seed, by, ccw in ((6, 45, False), (10, 80, False), (3, 30, True)):
+        obs, _ = env.reset(seed=seed)
+        policy.reset()
+        first_goal = env.unwrapped.goal.copy()
+        for _ in range(by):
+            obs, _, terminated, truncated, info = env.step(policy(obs))
+            assert not (terminated or truncated)
+            if info["is_success"]:
+                break
+        assert info["is_success"] and info["successes"] == 1 and info["rotation_error"] < 0.1, info
+        assert policy.mirror == ccw
+        assert not np.allclose(env.unwrapped.goal, first_goal)  # the next goal is drawn
+    with pytest.raises(ValueError, match="goal='z'"):
+        GoalRotator(gym.make("CenicAllegro-v0"))
+
+
+def test_episode_success_counts_goals():
+    """A task that counts its goals succeeds with at least one, whatever its last step says; any other task by
+    its last step's is_success. Evaluations (cenic-gym eval, sim2real) report the goals per episode."""
+    from cenic_gym.env import episode_success
+    from cenic_gym.train.common import run_episodes
+    assert episode_success({"is_success": False, "successes": 2}, goals=2)
+    assert not episode_success({"is_success": False, "successes": 0}, goals=0)
+    assert episode_success({"is_success": True}) and not episode_success({"is_success": False})
+    from cenic_gym.envs.allegro_cube import GoalRotator
+    env = gym.make("CenicAllegro-v0", goal="z", max_episode_steps=40)
+    policy = GoalRotator(env)
+
+    def act(obs):
+        return policy(obs)
+
+    result = run_episodes(act, lambda: env, 1, seed=6)  # the goal at step 39, not on the last step
+    assert result.successes == [True] and result.goals == [1] and result.mean_goals == 1.0
+    assert "goals per episode 1.00" in result.summary()
+    from cenic_gym.sim2real.policy import ScriptedPolicy
+    from cenic_gym.sim2real.rollout import run_episode, summarize
+    episode = run_episode(gym.make("CenicAllegro-v0", goal="z"), ScriptedPolicy(GoalRotator), 6, max_steps=40)
+    assert episode.success and episode.goals == 1 and summarize([episode])["mean_goals"] == 1.0

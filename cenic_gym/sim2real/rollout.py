@@ -9,14 +9,17 @@ import gymnasium as gym
 import numpy as np
 import pinocchio as pin
 
+from cenic_gym.env import episode_success
+
 
 @dataclass
 class EpisodeResult:
-    """seed; success: ``info["is_success"]`` of the last step; ret: undiscounted return; steps: env steps taken;
+    """seed; success: :func:`cenic_gym.env.episode_success`; ret: undiscounted return; steps: env steps taken;
     q, v: the final generalized positions and velocities (the simulator's, noise-free); t [s]: final simulated time;
     terminated; sim_failure: the reason string or None; substeps: accepted CENIC steps in total; wall_s [s]: wall
     time of the episode (policy included); perturbation: what was applied (for the log, with the seed);
-    max_penetration [m]: the deepest contact over the episode's accepted states (``info["sim"]``)."""
+    max_penetration [m]: the deepest contact over the episode's accepted states (``info["sim"]``); goals: the goals
+    reached (``info["successes"]``) of a task that counts them, else None."""
 
     seed: int
     success: bool
@@ -31,12 +34,14 @@ class EpisodeResult:
     wall_s: float
     perturbation: dict = field(default_factory=dict)
     max_penetration: float = 0.0
+    goals: int | None = None
 
     def row(self):
         """A flat, JSON-able dict of the scalars (for logs)."""
         return dict(seed=self.seed, success=self.success, ret=self.ret, steps=self.steps, t=self.t,
                     terminated=self.terminated, sim_failure=self.sim_failure, substeps=self.substeps,
-                    wall_s=self.wall_s, perturbation=self.perturbation, max_penetration=self.max_penetration)
+                    wall_s=self.wall_s, perturbation=self.perturbation, max_penetration=self.max_penetration,
+                    goals=self.goals)
 
 
 def make_env(env_id, **kwargs):
@@ -59,7 +64,7 @@ def run_episode(env, policy, seed, perturbation=None, max_steps=None):
         perturbation.apply(env)
     policy.reset(env)
     ret, steps, substeps, penetration = 0.0, 0, 0, 0.0
-    success, terminated, failure = False, False, None
+    terminated, failure, goals = False, None, None
     while True:
         if perturbation is not None:
             perturbation.before_step(env, steps)
@@ -68,14 +73,14 @@ def run_episode(env, policy, seed, perturbation=None, max_steps=None):
         ret += float(reward)
         substeps += int(info["sim"]["substeps"])
         penetration = max(penetration, float(info["sim"]["max_penetration"]))
-        success = bool(info["is_success"])
+        goals = info.get("successes", goals)
         if "sim_failure" in info:
             failure = str(info["sim_failure"])
         if terminated or truncated or (max_steps is not None and steps >= max_steps):
             break
-    return EpisodeResult(int(seed), success, ret, steps, u.sim.q.copy(), u.sim.v.copy(), float(u.sim.t),
-                         bool(terminated), failure, substeps, time.perf_counter() - w0,
-                         {} if perturbation is None else perturbation.describe(), penetration)
+    return EpisodeResult(int(seed), episode_success(info, goals), ret, steps, u.sim.q.copy(), u.sim.v.copy(),
+                         float(u.sim.t), bool(terminated), failure, substeps, time.perf_counter() - w0,
+                         {} if perturbation is None else perturbation.describe(), penetration, goals)
 
 
 def state_divergence(model, q_ref, q):
@@ -85,15 +90,17 @@ def state_divergence(model, q_ref, q):
 
 
 def summarize(results):
-    """success rate, mean return, mean steps, substeps per step, sim failures and the deepest penetration [m] of a
-    list of EpisodeResult."""
+    """success rate, mean return, mean steps, substeps per step, sim failures, the deepest penetration [m] and (for a
+    task that counts goals, else None) the goals per episode of a list of EpisodeResult."""
     n = len(results)
     if n == 0:
         raise ValueError("summarize: no episodes")
     steps = sum(r.steps for r in results)
+    goals = [r.goals for r in results if r.goals is not None]
     return dict(episodes=n, success_rate=sum(r.success for r in results) / n,
                 mean_return=float(np.mean([r.ret for r in results])),
                 mean_steps=steps / n, substeps_per_step=sum(r.substeps for r in results) / max(steps, 1),
                 sim_failures=sum(r.sim_failure is not None for r in results),
                 max_penetration=max(r.max_penetration for r in results),
+                mean_goals=float(np.mean(goals)) if goals else None,
                 wall_s=float(sum(r.wall_s for r in results)))

@@ -12,6 +12,8 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+from cenic_gym.env import episode_success
+
 RUN_FILE = "run.json"
 THREAD_VARS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 
@@ -92,14 +94,22 @@ def normalizer_path(checkpoint) -> Path:
 
 @dataclass
 class EvalResult:
-    """Plain evaluation: ``returns`` and ``lengths`` per episode, ``successes`` (``info["is_success"]`` at the
-    episode's last step), ``terms``: per episode, the sum of each reward term the env reports as
-    ``info["reward/<name>"]`` (``{}`` for envs that report none)."""
+    """Plain evaluation: ``returns`` and ``lengths`` per episode, ``successes`` (:func:`cenic_gym.env.
+    episode_success`), ``terms``: per episode, the sum of each reward term the env reports as
+    ``info["reward/<name>"]`` (``{}`` for envs that report none), ``goals``: per episode, the goals reached
+    (``info["successes"]``) of a task that counts them, else None."""
 
     returns: list
     lengths: list
     successes: list
     terms: list = field(default_factory=list)
+    goals: list = field(default_factory=list)
+
+    @property
+    def mean_goals(self):
+        """Goals per episode, or None for a task that does not count goals."""
+        counted = [g for g in self.goals if g is not None]
+        return float(np.mean(counted)) if counted else None
 
     def mean_terms(self):
         """Each reward term's episode sum, averaged over the episodes."""
@@ -115,22 +125,24 @@ class EvalResult:
         return float(np.mean(self.successes))
 
     def summary(self):
+        goals = "" if self.mean_goals is None else f", goals per episode {self.mean_goals:.2f}"
         return (f"{len(self.returns)} episodes: return {self.mean_return:.3f} ± {float(np.std(self.returns)):.3f}, "
-                f"success rate {self.success_rate:.2f}, length {float(np.mean(self.lengths)):.1f}")
+                f"success rate {self.success_rate:.2f}{goals}, length {float(np.mean(self.lengths)):.1f}")
 
 
 def run_episodes(policy: Callable, make_env: Callable[[], gym.Env], episodes: int, seed: int = 0) -> EvalResult:
     """Run ``episodes`` episodes of ``policy(obs) -> action`` in one env (seeds ``seed``, ``seed + 1``, ...)."""
     check_positive_int("episodes", episodes)
     env = make_env()
-    returns, lengths, successes, terms = [], [], [], []
+    returns, lengths, successes, terms, goals = [], [], [], [], []
     try:
         for k in range(episodes):
             obs, info = env.reset(seed=seed + k)
-            total, n, done, sums = 0.0, 0, False, {}
+            total, n, done, sums, reached = 0.0, 0, False, {}, None
             while not done:
                 obs, r, terminated, truncated, info = env.step(policy(obs))
                 total, n, done = total + float(r), n + 1, terminated or truncated
+                reached = info.get("successes", reached)
                 for key, value in info.items():
                     if key.startswith("reward/"):
                         sums[key[7:]] = sums.get(key[7:], 0.0) + float(value)
@@ -138,8 +150,9 @@ def run_episodes(policy: Callable, make_env: Callable[[], gym.Env], episodes: in
                 raise FloatingPointError(f"episode {k} returned a non-finite return {total}")
             returns.append(total)
             lengths.append(n)
-            successes.append(bool(info.get("is_success", False)))
+            successes.append(episode_success(info, reached))
             terms.append(sums)
+            goals.append(reached)
     finally:
         env.close()
-    return EvalResult(returns, lengths, successes, terms)
+    return EvalResult(returns, lengths, successes, terms, goals)

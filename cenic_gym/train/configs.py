@@ -110,7 +110,8 @@ QUADRUPED_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(action_type="gait"), 
 # Not yet a recipe that learns the task (so not the env's default): the teacher reaches a goal in 0.71 of its
 # episodes (1.14 goals each), but networks of seed 0 reached 0.0-0.2 on 10-episode evaluations after 25-100 k env
 # steps ([256, 256] and [512, 512], 500-2000 Adam steps per round, β decay 0.5 or 0.85). The teacher keeps a phase
-# per finger (clear, approach, push, retreat, by period counts) that the observation does not show.
+# per finger (clear, approach, push, retreat, by period counts) that the observation does not show; what was measured
+# and what is left to try: training/README.md, "The Allegro z-rotation".
 ALLEGRO_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(goal="z"), train_env_kwargs={}, steps=150_000,
                       eval_every=25_000, eval_episodes=10, checkpoint_every=25_000,
                       sb3=dict(policy_kwargs=dict(net_arch=[512, 512])),

@@ -152,7 +152,7 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
         e["ep_lengths"].append([int(n) for n in result.lengths])
         e["successes"].append([bool(s) for s in result.successes])
         if result.mean_goals is not None:  # a task that counts its goals (CenicAllegro-v0)
-            e.setdefault("goals", []).append([int(g) for g in result.goals])
+            e.setdefault("goals", []).append([0 if g is None else int(g) for g in result.goals])
             logger.record("eval/goals", result.mean_goals)
         e["wall"].append(state.wall + time.perf_counter() - t_start)
         np.savez(out_dir / "eval" / "evaluations.npz", **{k: np.array(v) for k, v in e.items()})

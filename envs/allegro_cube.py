@@ -618,12 +618,10 @@ class ScriptedRotator:
 
     def reset(self):
         """Start of an episode: fingers free, joint targets at NOMINAL (the thumb at its wall), rotation count zero."""
-        self.phase = {f: "free" for f in self.ZONES}
-        self.count = {f: 0 for f in self.ZONES}
+        self._free_fingers()
         self.q_des = NOMINAL.copy()
         self.q_des[12:16] = self._thumb_q
         self._retreat = {f: None for f in self.ZONES}
-        self._phi = {f: None for f in self.ZONES}  # angle [rad] of the edge each finger was given last period
         self.rotation = 0.0  # rotation about the palm normal since reset [rad], counter-clockwise positive
         self._q_prev = None
         self._still, self._anchor = 0, 0.0  # control periods without progress, and the rotation then
@@ -631,6 +629,13 @@ class ScriptedRotator:
         self._pinch_out = None  # release targets (2, 3) [m] of the two pinching fingertips
         self._pinch_with = (0, 2)  # the pinching fingers: index and ring (or middle)
         self.recentres = 0  # re-centring pinches started this episode
+
+    def _free_fingers(self):
+        """Every relay finger free: no phase, no period count, no edge (``_phi``: the angle [rad] of the edge each
+        finger was given last period)."""
+        self.phase = {f: "free" for f in self.ZONES}
+        self.count = {f: 0 for f in self.ZONES}
+        self._phi = {f: None for f in self.ZONES}
 
     def cube_pose(self, obs):
         """Cube centre (3,) [m] (world) and orientation (x, y, z, w) from the flat observation and the env's goal."""
@@ -766,8 +771,7 @@ class ScriptedRotator:
             targets = self._pinch_out
             if self._pinch_count >= max(self.retreat_steps, 1):
                 self._pinch, self._since_pinch = None, 0
-                self.phase = {f: "free" for f in self.ZONES}
-                self.count = {f: 0 for f in self.ZONES}
+                self._free_fingers()
         elif self._pinch == "back":  # let go of the relay's edges first: radially out at the current height
             targets = self._pinch_out
             if self._pinch_count >= max(self.retreat_steps, 1):
@@ -957,9 +961,7 @@ class GoalRotator(ScriptedRotator):
         the other world's finger roles and sense, every finger free."""
         self.q_des = self.q_des[MIRROR_JOINTS].copy()
         self.mirror = not self.mirror
-        self.phase = {f: "free" for f in self.ZONES}
-        self.count = {f: 0 for f in self.ZONES}
-        self._phi = {f: None for f in self.ZONES}
+        self._free_fingers()
         self.rotation = -self.rotation
         if self._q_prev is not None:
             self._q_prev = self._q_prev * MIRROR_QUAT

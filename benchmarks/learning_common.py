@@ -48,6 +48,22 @@ class Benchmark:
     def run_dir(self, seed) -> Path:
         return self.runs / f"seed{seed}"
 
+    @property
+    def json(self) -> Path:
+        return self.out.with_suffix(".json")
+
+    def saved(self) -> dict:
+        """The results the benchmark saved last ({} before its first run)."""
+        return json.loads(self.json.read_text()) if self.json.is_file() else {}
+
+    def save(self, data: dict):
+        self.json.write_text(json.dumps(data, indent=1))
+
+    def shipped(self) -> tuple[dict, dict]:
+        """The shipped seed's record (``training.json``: seed, curve, final) and run spec (``run.json``)."""
+        return (json.loads((self.policy / "training.json").read_text()),
+                json.loads((self.policy / "run.json").read_text()))
+
 
 def train_command(bench, seed):
     """The user's command for one seed (``--resume`` from the newest checkpoint of an interrupted run)."""
@@ -84,10 +100,20 @@ def train_seeds(bench, seeds, parallel):
 
 
 def curve(run_dir):
-    """Each periodic evaluation of a run: env steps, training wall s, success rate, mean return."""
+    """Each periodic evaluation of a run: env steps, training wall s, success rate, mean return (and goals per
+    episode, for a task that counts them)."""
     ev = np.load(run_dir / "eval" / "evaluations.npz")
-    return [dict(steps=int(s), wall_s=float(w), success_rate=float(np.mean(ok)), mean_return=float(np.mean(r)))
-            for s, w, ok, r in zip(ev["timesteps"], ev["wall"], ev["successes"], ev["results"])]
+    out = [dict(steps=int(s), wall_s=float(w), success_rate=float(np.mean(ok)), mean_return=float(np.mean(r)))
+           for s, w, ok, r in zip(ev["timesteps"], ev["wall"], ev["successes"], ev["results"])]
+    if "goals" in ev:
+        for e, g in zip(out, ev["goals"]):
+            e["mean_goals"] = float(np.mean(g))
+    return out
+
+
+def goals_entry(mean_goals):
+    """{"mean_goals": ...} of an evaluation of a task that counts its goals, else {}."""
+    return {} if mean_goals is None else dict(mean_goals=mean_goals)
 
 
 def final_eval(model, episodes):
@@ -96,7 +122,7 @@ def final_eval(model, episodes):
 
     result = evaluate(model, episodes=episodes, seed=FINAL_SEED)
     return dict(episodes=episodes, success_rate=result.success_rate, mean_return=result.mean_return,
-                mean_length=float(np.mean(result.lengths)))
+                mean_length=float(np.mean(result.lengths)), **goals_entry(result.mean_goals))
 
 
 def scripted_eval(env_id, policy_class, episodes, env_kwargs=None):
@@ -107,7 +133,8 @@ def scripted_eval(env_id, policy_class, episodes, env_kwargs=None):
 
     env, policy = make_env(env_id, **(env_kwargs or {})), ScriptedPolicy(policy_class)
     s = summarize([run_episode(env, policy, FINAL_SEED + k) for k in range(episodes)])
-    return dict(episodes=episodes, success_rate=s["success_rate"], mean_return=s["mean_return"])
+    return dict(episodes=episodes, success_rate=s["success_rate"], mean_return=s["mean_return"],
+                **goals_entry(s["mean_goals"]))
 
 
 def evaluate_seeds(bench, seeds, episodes):
@@ -141,18 +168,23 @@ def steps_to(runs, level=0.8):
 
 
 def table(runs, name):
-    """The markdown rows of the seeds' table and the median final success."""
+    """The markdown rows of the seeds' table and the median final success (with a goals-per-episode column for a
+    task that counts its goals)."""
+    goals = all("mean_goals" in r["final"] for r in runs)
     rows = ["| run | env steps | training wall [min] | first eval ≥ 0.8: steps / min | final success (held-out) "
-            "| final return |", "|---|---:|---:|---:|---:|---:|"]
+            + ("| goals per episode " if goals else "") + "| final return |",
+            "|---|---:|---:|---:|---:|" + ("---:|" if goals else "") + "---:|"]
     for run in runs:
         hit = first_at(run["curve"])
         f = run["final"]
         last = run["curve"][-1]
         rows.append(f"| {name} seed {run['seed']} | {last['steps']} | {last['wall_s'] / 60:.1f} "
                     f"| {'—' if hit is None else f'{hit[0]} / {hit[1] / 60:.1f}'} | {f['success_rate']:.2f} "
-                    f"({round(f['success_rate'] * f['episodes'])}/{f['episodes']}) | {f['mean_return']:.1f} |")
+                    f"({round(f['success_rate'] * f['episodes'])}/{f['episodes']}) | "
+                    + (f"{f['mean_goals']:.2f} | " if goals else "") + f"{f['mean_return']:.1f} |")
     med = median_success(runs)
-    rows.append(f"| **{name} median of {len(runs)}** | | | | **{med:.2f}** | |")
+    rows.append(f"| **{name} median of {len(runs)}** | | | | **{med:.2f}** | "
+                + (f"**{float(np.median([r['final']['mean_goals'] for r in runs])):.2f}** | " if goals else "") + "|")
     return rows, med
 
 
@@ -207,11 +239,15 @@ def stamp_note(record, plot_only):
     return f"; runs of {record['date']}, git {record['git']}" if plot_only and "date" in record else ""
 
 
-def arg_parser(doc):
-    """The options every learning benchmark takes."""
+def arg_parser(doc, sweep_episodes=None):
+    """The options every learning benchmark takes (and ``--sweep-episodes``, the shipped policy's accuracy-sweep
+    episodes per setting, when ``sweep_episodes`` gives its default)."""
     import argparse
 
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if sweep_episodes is not None:
+        p.add_argument("--sweep-episodes", type=int, default=sweep_episodes,
+                       help=f"episodes per accuracy-sweep setting (default {sweep_episodes})")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--parallel", type=int, default=2, help="training processes at a time (default 2)")
     p.add_argument("--episodes", type=int, default=50, help="held-out episodes per final model (default 50)")
@@ -236,7 +272,7 @@ def files_table(obs_dim, act_dim):
 
 def ship(bench, runs, seed):
     """Copy ``seed``'s model to the policy folder, export it to ONNX (the TorchScript twin is not shipped) and
-    write its ``training.json``; returns {exported file: largest action difference to the SB3 model}."""
+    write its ``training.json`` (the seed's record); returns {exported file: largest action difference to the SB3 model}."""
     from cenic_gym.sim2real.export import export_policy
 
     policy = bench.policy
@@ -247,6 +283,5 @@ def ship(bench, runs, seed):
     errors = export_policy(policy / "model.zip", policy, bench.env_id, env_kwargs=spec["env_kwargs"])
     (policy / "model.pt").unlink()
     run = next(r for r in runs if r["seed"] == seed)
-    (policy / "training.json").write_text(json.dumps(dict(seed=seed, curve=run["curve"], final=run["final"]),
-                                                     indent=1))
+    (policy / "training.json").write_text(json.dumps(run, indent=1))  # seed, curve, final and the task's extras
     return {k: v for k, v in errors.items() if k.endswith(".onnx")}

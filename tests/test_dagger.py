@@ -113,7 +113,7 @@ def test_dagger_config_is_the_plain_task_and_the_default_algo():
     # trained on the task it is evaluated on; the one training aid is observation noise on the training env
     assert cfg["train_env_kwargs"] == {"obs_noise": 1.0}
     assert not {"max_episode_steps", "accuracy", "obs_noise", "grasped_start", "placed_start"} & set(cfg["env_kwargs"])
-    assert default_algo("CenicFranka-v0") == "dagger" and default_algo("CenicAllegro-v0") == "ppo"
+    assert default_algo("CenicFranka-v0") == "dagger" and default_algo("CenicFrankaGoal-v0") == "sac"
     # the suction recipe: the plain task, no aid, its own teacher
     cfg = get_config("CenicSuction-v0", "dagger")
     assert cfg["env_kwargs"] == {} and cfg["train_env_kwargs"] == {}
@@ -124,6 +124,12 @@ def test_dagger_config_is_the_plain_task_and_the_default_algo():
     assert cfg["env_kwargs"] == {"action_type": "gait"} and cfg["train_env_kwargs"] == {}
     assert cfg["dagger"]["teacher"] == "cenic_gym.envs.quadruped:GaitTeacher"
     assert default_algo("CenicQuadruped-v0") == "dagger"
+    # the Allegro z-rotation: the goal task goal="z", no aid, cloning its goal-seeking teacher (β = 1 throughout)
+    cfg = get_config("CenicAllegro-v0", "dagger")
+    assert cfg["env_kwargs"] == {"goal": "z"} and cfg["train_env_kwargs"] == {}
+    assert cfg["dagger"]["teacher"] == "cenic_gym.envs.allegro_cube:GoalRotator"
+    assert cfg["dagger"]["beta0"] == 1.0 and cfg["dagger"]["beta_decay"] == 1.0
+    assert default_algo("CenicAllegro-v0") == "dagger"
     with pytest.raises(ValueError, match="one env in this process"):
         train("CenicFranka-v0", "dagger", steps=10, workers=1, out="/nonexistent/x", progress=False)
 

@@ -104,15 +104,16 @@ QUADRUPED_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(action_type="gait"), 
                                     episodes_per_round=4))
 
 # The Allegro z-rotation by behaviour cloning of the feedback teacher envs.allegro_cube.GoalRotator (the finger relay
-# turned towards each goal, clockwise or, for goals up to 100° the other way, mirrored; it stops at the goal's yaw)
-# through the DAgger loop with the teacher acting throughout (β = 1: 20 teacher episodes per round, the network
-# refitted to all of them) on the goal task goal="z": the task's own actions (joint-target steps of 0.1 rad),
-# observation (no privileged state), starts, success threshold, 400-step episodes and accuracy, and no training aid.
-# Not yet a recipe that learns the task (so not the env's default): the teacher reaches a goal in 0.71 of its
-# episodes (1.14 goals each); seed 0 of this config reached 0.36 (0.48 goals) on 50 held-out episodes, and DAgger
-# with the network acting (β decay 0.5 or 0.85) only 0.0-0.2 on 10-episode evaluations up to 100 k steps. The
-# relay's actions jump at phase switches the observation does not show; what was measured and what is left to try:
-# training/README.md, "The Allegro z-rotation".
+# turned towards each goal, clockwise or, for goals up to 100° the other way, mirrored; it stops at the goal's yaw and
+# lets a tilted cube settle) through the DAgger loop with the teacher acting throughout (β = 1: 20 teacher episodes
+# per round, the network refitted to all of them) on the goal task goal="z": the task's own actions (joint-target
+# steps of 0.1 rad), observation (no privileged state), starts, success threshold, 400-step episodes and accuracy,
+# and no training aid. It learns part of the task only: seed 0 reaches a goal in 0.36 of 50 held-out episodes with
+# 0.48 goals each (200 k steps, 19 min, the teacher before its tilt guard); 450 k steps gave no more (0.36 and 0.42
+# with the guard, 0.34 and 0.40 without, 45 min), against the teacher's 0.68 and 0.96 on the same episodes (target:
+# 0.60 and 1.0). The relay's actions jump at phase switches the observation does not show; DAgger with the network
+# acting did worse (0.0-0.2). What was measured and what is left: training/README.md, "The Allegro z-rotation"; the
+# three seeds: benchmarks/learning_allegro.py.
 ALLEGRO_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(goal="z"), train_env_kwargs={}, steps=200_000,
                       eval_every=25_000, eval_episodes=10, checkpoint_every=25_000,
                       sb3=dict(policy_kwargs=dict(net_arch=[512, 512])),
@@ -157,7 +158,7 @@ CONFIGS: dict[str, dict[str, dict]] = {
 ALGOS = ("ppo", "sac", "dagger")
 # the algo `cenic-gym train ENV` runs when --algo is not given: the env's recipe that learns its task; PPO elsewhere
 DEFAULT_ALGOS = {"CenicFranka-v0": "dagger", "CenicFrankaGoal-v0": "sac", "CenicQuadruped-v0": "dagger",
-                 "CenicSuction-v0": "dagger"}
+                 "CenicAllegro-v0": "dagger", "CenicSuction-v0": "dagger"}
 
 
 def default_algo(env_id: str) -> str:

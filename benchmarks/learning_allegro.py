@@ -28,10 +28,10 @@ import time
 
 import numpy as np
 
-from bench_common import provenance, write_section
+from bench_common import provenance
 from learning_common import (FINAL_SEED, Benchmark, arg_parser, best_seed, evaluate_seeds, files_table,
-                             goals_entry, median_success, plot_curves, scripted_eval, seed_lines, ship, stamp,
-                             stamp_note, table, train_seeds)
+                             goals_entry, median_success, publish_curves, scripted_eval, ship, stamp, stamp_note,
+                             table, train_seeds)
 
 ENV_ID = "CenicAllegro-v0"
 BENCH = Benchmark(ENV_ID, "learning_allegro")
@@ -216,13 +216,9 @@ def main():
     ours = data[ENV_ID]
     title = ("Cloning a finger-relay teacher: CenicAllegro-v0 z-rotation\nperiodic evaluations: 10 held-out "
              "episodes (success: at least one goal), the network alone")
-    plot_curves(seed_lines(ENV_ID, ours["runs"]), OUT.with_suffix(".png"), title, f"{ENV_ID} evaluation return")
-    shipped, spec = BENCH.shipped()
-    plot_curves(seed_lines(ENV_ID, [shipped]), POLICY / "curve.png", title, f"{ENV_ID} evaluation return")
-    write_policy_readme(shipped, spec, data)
-    write_section("allegro-learning", section(data, a.plot_only),
-                  f"## Learning: the Allegro z-rotation ({ENV_ID}), three seeds, the teacher, SO(3) goals and accuracy")
-    print(f"wrote {OUT.with_suffix('.png')} and {BENCH.json}")
+    publish_curves(BENCH, ours["runs"], title, lambda shipped, spec: write_policy_readme(shipped, spec, data),
+                   "allegro-learning", section(data, a.plot_only),
+                   f"## Learning: the Allegro z-rotation ({ENV_ID}), three seeds, the teacher, SO(3) goals and accuracy")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_common import REPO, git_rev
+from bench_common import REPO, git_rev, write_section
 
 FINAL_SEED = 10_000  # first seed of the held-out evaluation episodes
 
@@ -221,6 +221,18 @@ def plot_curves(lines, path, title, return_label, legend_columns=3):
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def publish_curves(bench, runs, title, write_readme, section_key, section_text, heading):
+    """The end of a learning benchmark: every seed's curves (``benchmarks/<name>.png``), the shipped seed's curve and
+    README (``write_readme(shipped record, run spec)``) in its policy folder, and the RESULTS.md section."""
+    label = f"{bench.env_id} evaluation return"
+    plot_curves(seed_lines(bench.env_id, runs), bench.out.with_suffix(".png"), title, label)
+    shipped, spec = bench.shipped()
+    plot_curves(seed_lines(bench.env_id, [shipped]), bench.policy / "curve.png", title, label)
+    write_readme(shipped, spec)
+    write_section(section_key, section_text, heading)
+    print(f"wrote {bench.out.with_suffix('.png')} and {bench.json}")
 
 
 def seed_lines(label, runs, style="-", with_returns=True):

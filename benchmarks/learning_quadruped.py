@@ -29,9 +29,9 @@ import time
 
 import numpy as np
 
-from bench_common import provenance, write_section
+from bench_common import provenance
 from learning_common import (FINAL_SEED, Benchmark, arg_parser, best_seed, curve, files_table, median_success,
-                             plot_curves, seed_lines, ship, stamp, stamp_note, steps_to, table, train_seeds)
+                             publish_curves, ship, stamp, stamp_note, steps_to, table, train_seeds)
 
 ENV_ID = "CenicQuadruped-v0"
 BENCH = Benchmark(ENV_ID, "learning_quadruped")
@@ -366,16 +366,12 @@ def main():
         BENCH.save(data)
     title = ("DAgger through a trot generator: CenicQuadruped-v0 joystick\nperiodic evaluations: 10 held-out "
              "episodes of the unmodified task, the network alone")
-    plot_curves(seed_lines(ENV_ID, ours["runs"]), OUT.with_suffix(".png"), title, f"{ENV_ID} evaluation return")
     plot_tracking([("learned (shipped), cenic-gym", ours["shipped_eval"]), ("GaitTeacher, cenic-gym", ours["teacher"]),
                    ("learned (shipped), MuJoCo", ours["shipped_mujoco"])],
                   OUT.parent / f"{OUT.name}_tracking.png")
-    shipped, spec = BENCH.shipped()
-    plot_curves(seed_lines(ENV_ID, [shipped]), POLICY / "curve.png", title, f"{ENV_ID} evaluation return")
-    write_policy_readme(shipped, spec, data)
-    write_section("quadruped-learning", section(data, a.plot_only),
-                  f"## Learning: the Go1 joystick ({ENV_ID}), three seeds, tracking, MuJoCo sim-to-sim and accuracy")
-    print(f"wrote {OUT.with_suffix('.png')} and {BENCH.json}")
+    publish_curves(BENCH, ours["runs"], title, lambda shipped, spec: write_policy_readme(shipped, spec, data),
+                   "quadruped-learning", section(data, a.plot_only),
+                   f"## Learning: the Go1 joystick ({ENV_ID}), three seeds, tracking, MuJoCo sim-to-sim and accuracy")
 
 
 if __name__ == "__main__":

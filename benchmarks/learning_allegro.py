@@ -30,8 +30,8 @@ import numpy as np
 
 from bench_common import provenance
 from learning_common import (FINAL_SEED, Benchmark, arg_parser, best_seed, evaluate_seeds, files_table,
-                             goals_entry, median_success, publish_curves, scripted_eval, ship, stamp, stamp_note,
-                             table, train_seeds)
+                             goals_entry, median_goals, median_success, publish_curves, scripted_eval, ship, stamp,
+                             stamp_note, table, train_seeds)
 
 ENV_ID = "CenicAllegro-v0"
 BENCH = Benchmark(ENV_ID, "learning_allegro")
@@ -83,7 +83,7 @@ def accuracy(episodes, env_kwargs):
 def verdict(runs):
     """The target sentence, from the numbers."""
     med = median_success(runs)
-    goals = float(np.median([r["final"]["mean_goals"] for r in runs]))
+    goals = median_goals(runs)
     met = med >= TARGET["success"] and goals >= TARGET["goals"]
     return (f"Median over the seeds: success **{med:.2f}**, goals per episode **{goals:.2f}** (target ≥ "
             f"{TARGET['success']:.2f} and ≥ {TARGET['goals']:.1f}: {'meets' if met else '**misses**'}).")

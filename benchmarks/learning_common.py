@@ -155,6 +155,11 @@ def median_success(runs):
     return float(np.median([r["final"]["success_rate"] for r in runs]))
 
 
+def median_goals(runs):
+    """The median of the seeds' final goals per episode (a task that counts its goals)."""
+    return float(np.median([r["final"]["mean_goals"] for r in runs]))
+
+
 def first_at(c, level=0.8):
     """(env steps, wall s) of the first evaluation with a success rate ≥ ``level``, or None."""
     hit = next((e for e in c if e["success_rate"] >= level), None)
@@ -184,7 +189,7 @@ def table(runs, name):
                     + (f"{f['mean_goals']:.2f} | " if goals else "") + f"{f['mean_return']:.1f} |")
     med = median_success(runs)
     rows.append(f"| **{name} median of {len(runs)}** | | | | **{med:.2f}** | "
-                + (f"**{float(np.median([r['final']['mean_goals'] for r in runs])):.2f}** | " if goals else "") + "|")
+                + (f"**{median_goals(runs):.2f}** | " if goals else "") + "|")
     return rows, med
 
 
@@ -284,7 +289,8 @@ def files_table(obs_dim, act_dim):
 
 def ship(bench, runs, seed):
     """Copy ``seed``'s model to the policy folder, export it to ONNX (the TorchScript twin is not shipped) and
-    write its ``training.json`` (the seed's record); returns {exported file: largest action difference to the SB3 model}."""
+    write its ``training.json`` (the seed's record); returns {exported file: largest action difference to the SB3
+    model}."""
     from cenic_gym.sim2real.export import export_policy
 
     policy = bench.policy

@@ -459,11 +459,10 @@ def finger_joints(obs, finger):
 
 
 # -- scripted feasibility controller ----------------------------------------------------------------------------
-def cube_yaw(q_cube):
-    """Yaw [rad] in [−π/4, π/4] of a cube (quaternion x, y, z, w) about world z, modulo its quarter-turn symmetry:
-    the heading in the palm plane of the cube axis that follows (cyclically) its most vertical axis. Independent
-    of which face the cube rests on."""
-    R = quat_xyzw_to_matrix(q_cube)
+def cube_yaw(R):
+    """Yaw [rad] in [−π/4, π/4] of a cube of orientation ``R`` (3×3 rotation matrix) about world z, modulo its
+    quarter-turn symmetry: the heading in the palm plane of the cube axis that follows (cyclically) its most vertical
+    axis. Independent of which face the cube rests on."""
     up = int(np.argmax(np.abs(R[2])))
     axis = R[:, (up + 1) % 3]
     return math.remainder(math.atan2(axis[1], axis[0]), 0.5 * math.pi)
@@ -831,8 +830,9 @@ class ScriptedRotator:
         if self._q_prev is not None:
             self.rotation += yaw_increment(self._q_prev, q_cube)
         self._q_prev = q_cube
-        yaw = cube_yaw(q_cube)
-        tilted = self.tilt_guard is not None and cube_tilt(quat_xyzw_to_matrix(q_cube)) > self.tilt_guard
+        R = quat_xyzw_to_matrix(q_cube)
+        yaw = cube_yaw(R)
+        tilted = self.tilt_guard is not None and cube_tilt(R) > self.tilt_guard
         done = -self.rotation >= self.target or tilted  # a tilted cube: no finger pushes until it settles
         if abs(self.rotation - self._anchor) > math.radians(1.0):
             self._still, self._anchor = 0, self.rotation

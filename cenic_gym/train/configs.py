@@ -110,9 +110,10 @@ QUADRUPED_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(action_type="gait"), 
 # steps of 0.1 rad), observation (no privileged state), starts, success threshold, 400-step episodes and accuracy,
 # and no training aid. It learns part of the task only: seed 0 reaches a goal in 0.36 of 50 held-out episodes with
 # 0.42 goals each (45 min; 0.34 and 0.40 with the teacher without its tilt guard; 200 k steps before the guard: 0.36
-# and 0.48), against the teacher's 0.68 and 0.96 on the same episodes (target: 0.60 and 1.0). The relay's actions jump at phase switches the observation does not show; DAgger with the network
-# acting did worse (0.0-0.2). What was measured and what is left: training/README.md, "The Allegro z-rotation"; the
-# three seeds: benchmarks/learning_allegro.py.
+# and 0.48), against the teacher's 0.68 and 0.96 on the same episodes (target: 0.60 and 1.0). The relay's actions
+# jump at phase switches the observation does not show; DAgger with the network acting did worse (0.0-0.2). What was
+# measured and what is left: training/README.md, "The Allegro z-rotation"; the three seeds:
+# benchmarks/learning_allegro.py.
 ALLEGRO_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(goal="z"), train_env_kwargs={}, steps=450_000,
                       eval_every=50_000, eval_episodes=10, checkpoint_every=50_000,
                       sb3=dict(policy_kwargs=dict(net_arch=[512, 512])),

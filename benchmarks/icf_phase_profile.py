@@ -42,6 +42,7 @@ def capture(env_id, accuracy, steps, seed):
     problems = []
     real = cm.icf_full_and_half
     it = env.unwrapped.sim.integrator
+    it._articulated_loop = False  # the Python step loop: its kernel calls are the ones wrapped here
 
     def spy(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, *rest):
         M, dscale, contacts, limits, couplers = kernel_arrays(it, state)

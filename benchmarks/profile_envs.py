@@ -50,8 +50,13 @@ from bench_common import git_rev, provenance, threads, write_section  # noqa: E4
 
 EPS = 1e-3
 EPS_TEXT = f"{EPS:.0e}".replace("e-0", "e-")  # "1e-3"
-LEAVES = ps.LEAVES + [(contact_mod.ContactQuery, "sync_joint_poses", "ContactQuery.sync_joint_poses")]
+LEAVES = ps.LEAVES + [(contact_mod.ContactQuery, "sync_joint_poses", "ContactQuery.sync_joint_poses"),
+                      (cenic_mod, "attempt_from_start", "numba cenic.attempt_from_start"),
+                      (cenic_mod, "attempt_from_mid", "numba cenic.attempt_from_mid")]
 COAL = {"ContactQuery.coal_fallback", "numba cenic.state_terms (coal path)"}
+# the kernels of an attempt: the Python loop's calls, and the articulated loop's two (which hold the same work)
+KERNELS = {"numba cenic.icf_full_and_half", "numba cenic.icf_step_at", "numba cenic.prepare_kernel",
+           "numba cenic.max_abs_diff", "numba cenic.attempt_from_start", "numba cenic.attempt_from_mid"}
 
 
 class Patched(ps.Patched):
@@ -132,16 +137,9 @@ def run(env, make_policy, steps, clock, seed0=1000):
     return total, sub, rej, steps
 
 
-def profile_env(env_id, steps, trials, top, clock):
-    """Leaf timing and cProfile of ``steps`` env steps of one env. Returns (dict of per-env-step numbers [s],
-    cProfile text)."""
-    kind, make = policy_of(env_id)
-    env = gym.make(env_id, accuracy=EPS)
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    for _ in range(10):
-        env.step(env.action_space.sample())
-    run(env, make, steps, clock)  # settle caches on this trajectory
+def timed_runs(env, make, steps, trials, clock):
+    """The fastest of ``trials`` runs without shims and the fastest with the leaf shims: ((env.step time, accepted
+    substeps, rejected attempts, env steps) without shims, the same with shims, {leaf: [calls, time]})."""
     plain, shimmed = None, None
     for _ in range(trials):
         r = run(env, make, steps, clock)
@@ -153,37 +151,69 @@ def profile_env(env_id, steps, trials, top, clock):
             r = run(env, make, steps, clock)
         if shimmed is None or r[0] < shimmed[0][0]:
             shimmed = (r, dict(acc))
-    (step_time, sub, rej, n), acc = shimmed
+    return plain, shimmed[0], shimmed[1]
+
+
+def parts(shimmed, acc):
+    """Per env step [s]: env.step with shims, the integrator and its parts (the leaves, the linearization, the glue
+    that is left), the env layer; calls per attempt."""
+    step_time, sub, rej, n = shimmed
+    attempts = sub + rej
+    leaf = {label: t for label, (_, t) in acc.items()}
+    calls = {label: c for label, (c, _) in acc.items()}
+    out = dict(steps=n, attempts=attempts / n, rejected=rej / n, step=step_time / n, total=leaf["integrator"] / n,
+               lin=leaf.get("linearize", 0.0) / n,
+               fh=leaf.get("numba cenic.icf_full_and_half", 0.0) / n, icf=leaf.get("numba cenic.icf_step_at", 0.0) / n,
+               prep=leaf.get("numba cenic.prepare_kernel", 0.0) / n,
+               kernels=sum(t for label, t in leaf.items() if label in KERNELS) / n,
+               pin=sum(t for label, t in leaf.items() if label in ps.PIN_LEAVES) / n,
+               coal=sum(t for label, t in leaf.items() if label in COAL) / n,
+               sync=leaf.get("ContactQuery.sync_joint_poses", 0.0) / n,
+               err=leaf.get("numba cenic.max_abs_diff", 0.0) / n,
+               lin_calls=calls.get("linearize", 0) / max(attempts, 1),
+               prep_calls=calls.get("numba cenic.prepare_kernel", 0) / max(attempts, 1))
+    out["glue"] = out["total"] - (out["kernels"] + out["pin"] + out["coal"] + out["sync"] + out["lin"])
+    out["env_layer"] = out["step"] - out["total"]
+    return out
+
+
+def profile_env(env_id, steps, trials, top, clock):
+    """Leaf timing and cProfile of ``steps`` env steps of one env, on the step loop it runs by default and, for an
+    env on the articulated loop, again on the Python step loop (``CenicIntegrator.step``, where the solves and the
+    contact queries are separate calls). Returns (dict of per-env-step numbers [s], cProfile text)."""
+    kind, make = policy_of(env_id)
+    env = gym.make(env_id, accuracy=EPS)
+    integrator = env.unwrapped.sim.integrator
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(10):
+        env.step(env.action_space.sample())
+    run(env, make, steps, clock)  # settle caches on this trajectory
+    plain, shimmed, acc = timed_runs(env, make, steps, trials, clock)
+    out = dict(env=env_id, policy=kind, loop="articulated" if integrator._articulated_loop else "Python",
+               step_plain=plain[0] / plain[3], **parts(shimmed, acc))
     pr = cProfile.Profile(clock)
     with Patched(ps.named_shim, [0], defaultdict(lambda: [0, 0.0]), clock):
         pr.enable()
         run(env, make, steps, clock)
         pr.disable()
+    if integrator._articulated_loop:  # the same trajectory on the Python loop: the kernels' split
+        integrator._articulated_loop = False
+        run(env, make, steps, clock)  # its kernels' own specializations loaded
+        plain, shimmed, acc = timed_runs(env, make, steps, trials, clock)
+        integrator._articulated_loop = True
+        out["python"] = dict(step_plain=plain[0] / plain[3], **parts(shimmed, acc))
+    else:
+        out["python"] = {k: out[k] for k in ("step_plain", "step", "total", "fh", "icf", "prep", "kernels", "pin",
+                                             "coal", "sync", "err", "lin", "glue", "env_layer", "attempts",
+                                             "rejected", "lin_calls", "prep_calls")}
     s = io.StringIO()
     pstats.Stats(pr, stream=s).strip_dirs().sort_stats("tottime").print_stats(top + 12)
     stats = pstats.Stats(pr)
     prof_total = sum(v[2] for v in stats.stats.values())  # Σ self time = the profiled time
     rows = sorted(((v[2], k) for k, v in stats.stats.items()), reverse=True)[:top]
-    top_items = [(f"{os.path.basename(k[0])}:{k[1]}({k[2]})" if k[0] != "~" else k[2], t / prof_total)
-                 for t, k in rows]
-    attempts = sub + rej
-    leaf = {label: t for label, (_, t) in acc.items()}
-    calls = {label: c for label, (c, _) in acc.items()}
-    pin = sum(t for label, t in leaf.items() if label in ps.PIN_LEAVES)
-    coal = sum(t for label, t in leaf.items() if label in COAL)
-    out = dict(env=env_id, policy=kind, steps=n, attempts=attempts / n, rejected=rej / n,
-               step_plain=plain[0] / n, step=step_time / n, total=leaf["integrator"] / n,
-               lin=leaf.get("linearize", 0.0) / n,
-               fh=leaf.get("numba cenic.icf_full_and_half", 0.0) / n, icf=leaf.get("numba cenic.icf_step_at", 0.0) / n,
-               prep=leaf.get("numba cenic.prepare_kernel", 0.0) / n, pin=pin / n, coal=coal / n,
-               sync=leaf.get("ContactQuery.sync_joint_poses", 0.0) / n,
-               err=leaf.get("numba cenic.max_abs_diff", 0.0) / n,
-               lin_calls=calls.get("linearize", 0) / max(attempts, 1),
-               prep_calls=calls.get("numba cenic.prepare_kernel", 0) / max(attempts, 1),
-               top=top_items)
-    out["glue"] = out["total"] - (out["fh"] + out["icf"] + out["prep"] + out["pin"] + out["coal"] + out["sync"]
-                                  + out["err"] + out["lin"])
-    out["env_layer"] = out["step"] - out["total"]
+    out["top"] = [(f"{os.path.basename(k[0])}:{k[1]}({k[2]})" if k[0] != "~" else k[2], t / prof_total)
+                  for t, k in rows]
     env.close()
     return out, s.getvalue()
 
@@ -203,42 +233,73 @@ ROWS = [("env layer (action, observation, reward, `evaluate()`, wrappers, `Simul
 
 
 def tables(results):
+    """The summary file's tables: each env on its default loop, then the Python step loop's split."""
     head = "| per env step | " + " | ".join(f"{r['env']} ({r['policy']})" for r in results) + " |"
-    lines = [head, "|---|" + "---|" * len(results)]
+    lines = ["Default loop (articulated: Pinocchio around two kernels per attempt; Python: `CenicIntegrator.step`)",
+             "", head, "|---|" + "---|" * len(results)]
+    lines.append("| loop; `env.step` without shims / with shims [µs] | " + " | ".join(
+        f"{r['loop']}; **{1e6 * r['step_plain']:.0f}** / {1e6 * r['step']:.0f}" for r in results) + " |")
+    lines.append("| attempts (rejected) per env step; µs per attempt (integrator) | " + " | ".join(
+        f"{r['attempts']:.2f} ({r['rejected']:.2f}); {1e6 * r['total'] / r['attempts']:.0f}" for r in results) + " |")
+    for label, key in DEFAULT_ROWS:
+        lines.append(f"| {label} | " + " | ".join(_cell(r, key) for r in results) + " |")
+    py = [r["python"] for r in results]
+    lines += ["", "Python step loop (`CenicIntegrator.step`), the same trajectories", "", head,
+              "|---|" + "---|" * len(results)]
     lines.append("| `env.step` without shims / with shims [µs] | " + " | ".join(
-        f"**{1e6 * r['step_plain']:.0f}** / {1e6 * r['step']:.0f}" for r in results) + " |")
+        f"**{1e6 * p['step_plain']:.0f}** / {1e6 * p['step']:.0f}" for p in py) + " |")
     lines.append("| attempts (rejected) per env step; µs per attempt (integrator); state evaluations and "
                  "linearizations per attempt | " + " | ".join(
-                     f"{r['attempts']:.2f} ({r['rejected']:.2f}); {1e6 * r['total'] / r['attempts']:.0f}; "
-                     f"{r['prep_calls']:.2f}, {r['lin_calls']:.2f}" for r in results) + " |")
+                     f"{p['attempts']:.2f} ({p['rejected']:.2f}); {1e6 * p['total'] / p['attempts']:.0f}; "
+                     f"{p['prep_calls']:.2f}, {p['lin_calls']:.2f}" for p in py) + " |")
     for label, key in ROWS:
-        lines.append(f"| {label} | " + " | ".join(
-            f"{1e6 * r[key]:.0f} µs ({100 * r[key] / r['step']:.0f} %)" if abs(r[key]) >= 0.5e-6 else "–"
-            for r in results) + " |")
-    top = ["", "| env | top self-time items under cProfile (share of the profiled time) |", "|---|---|"]
+        lines.append(f"| {label} | " + " | ".join(_cell(p, key) for p in py) + " |")
+    top = ["", "| env | top self-time items under cProfile, default loop (share of the profiled time) |", "|---|---|"]
     for r in results:
         top.append(f"| {r['env']} ({r['policy']}) | " + ", ".join(f"`{name}` {100 * share:.0f} %"
                                                                   for name, share in r["top"]) + " |")
     return "\n".join(lines + top)
 
 
-# the section's compact table: (column, keys summed), shares of `env.step` with shims; a column that is empty for
-# every env is left out
-SHARES = [("env layer", ("env_layer",)), ("3 solves (`icf_full_and_half` + `icf_step_at`)", ("fh", "icf")),
-          ("`prepare_kernel`", ("prep",)), ("Pinocchio", ("pin",)), ("controllers' linearization", ("lin",)),
-          ("coal pairs", ("coal",)), ("`sync_joint_poses`", ("sync",)),
-          ("integrator glue (+ `max_abs_diff`)", ("glue", "err"))]
+def _cell(r, key):
+    return f"{1e6 * r[key]:.0f} µs ({100 * r[key] / r['step']:.0f} %)" if abs(r[key]) >= 0.5e-6 else "–"
+
+
+DEFAULT_ROWS = [("env layer", "env_layer"), ("integrator `CenicIntegrator.advance_to`, of which:", "total"),
+                ("numba kernels (solves, contact queries, error; articulated loop: also the joint PD's laws)",
+                 "kernels"),
+                ("Pinocchio `crba` + `nonLinearEffects`", "pin"),
+                ("controllers' linearization (Python loop)", "lin"), ("coal pairs", "coal"),
+                ("`sync_joint_poses`", "sync"), ("integrator Python glue (the rest)", "glue")]
+
+
+# the section's compact table: (column, keys summed), shares of `env.step` with shims on the default loop; a column
+# that is empty for every env is left out
+SHARES = [("env layer", ("env_layer",)), ("numba kernels (of which the 3 solves)", ("kernels",)),
+          ("Pinocchio", ("pin",)), ("controllers' linearization", ("lin",)), ("coal pairs", ("coal",)),
+          ("`sync_joint_poses`", ("sync",)), ("integrator glue", ("glue",))]
+
+
+def solves_share(r):
+    """The 3 solves' share of ``env.step``: the articulated loop's kernels split as the Python loop's same calls
+    (solves : queries : error)."""
+    p = r["python"]
+    return r["kernels"] * (p["fh"] + p["icf"]) / p["kernels"] / r["step"]
 
 
 def section_table(results):
-    """One row per env: ``env.step`` time, attempts, and the share of each part (SHARES) of ``env.step``."""
+    """One row per env: its loop, ``env.step`` time on it and on the Python loop, attempts, and the share of each
+    part (SHARES) of ``env.step`` on its loop."""
     cols = [(name, keys) for name, keys in SHARES if any(sum(r[k] for k in keys) >= 0.5e-6 for r in results)]
-    lines = ["| env (policy) | `env.step` [µs] | attempts (rejected) / step | µs / attempt | "
-             + " | ".join(name for name, _ in cols) + " |", "|---|" + "---|" * (3 + len(cols))]
+    lines = ["| env (policy) | loop | `env.step` [µs] | on the Python loop [µs] | attempts (rejected) / step | "
+             + " | ".join(name for name, _ in cols) + " |", "|---|" + "---|" * (4 + len(cols))]
     for r in results:
-        lines.append(f"| {r['env']} ({r['policy']}) | {1e6 * r['step_plain']:.0f} | {r['attempts']:.2f} "
-                     f"({r['rejected']:.2f}) | {1e6 * r['total'] / r['attempts']:.0f} | " + " | ".join(
-                         f"{100 * sum(r[k] for k in keys) / r['step']:.0f} %" for _, keys in cols) + " |")
+        cells = [f"{100 * sum(r[k] for k in keys) / r['step']:.0f} %" for _, keys in cols]
+        cells[[name for name, _ in cols].index("numba kernels (of which the 3 solves)")] += \
+            f" ({100 * solves_share(r):.0f} %)"
+        lines.append(f"| {r['env']} ({r['policy']}) | {r['loop']} | **{1e6 * r['step_plain']:.0f}** | "
+                     f"{1e6 * r['python']['step_plain']:.0f} | {r['attempts']:.2f} ({r['rejected']:.2f}) | "
+                     + " | ".join(cells) + " |")
     return lines
 
 
@@ -252,11 +313,14 @@ def section(results, args, clock, runtime, load0):
         *provenance("benchmarks/profile_envs.py", command, runtime, load0, ("numba", ("pinocchio (pin)", "pin"))),
         f"ε = {EPS_TEXT}; the task's scripted policy where it has one, else seeded random actions; {args.steps} env "
         f"steps from `reset(seed=1000)`, best of {args.trials}, {args.clock} time (`{clock.__name__}`). `env.step` "
-        "without timing shims; the shares are of `env.step` with shims on every Pinocchio and numba call the "
-        "integrator makes.",
+        "without timing shims, on the env's default loop (articulated: each attempt is Pinocchio around two kernels; "
+        "Python: `CenicIntegrator.step`, for controllers other than one joint PD) and on the Python loop (the same "
+        "steps bit for bit). Shares: of `env.step` on the default loop with shims on every Pinocchio and numba call "
+        "the integrator makes; the articulated loop's kernels are split into the solves as the Python loop's calls "
+        "are.",
         "Env layer: action, observation, reward, `evaluate()`, wrappers; glue: the rest of "
-        "`CenicIntegrator.advance_to`. In µs, with calls per attempt: `benchmarks/profiles/envs_summary.txt`; "
-        "cProfile: `env_<id>_cprofile_tottime.txt`.",
+        "`CenicIntegrator.advance_to`. Both loops in µs, with calls per attempt: "
+        "`benchmarks/profiles/envs_summary.txt`; cProfile: `env_<id>_cprofile_tottime.txt`.",
         "",
         *section_table(results),
         "",

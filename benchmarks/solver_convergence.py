@@ -99,6 +99,7 @@ class Recorder:
 
     def install(self):
         rec, it = self, self.it
+        it._articulated_loop = False  # the Python step loop: its kernel calls are the ones wrapped here
 
         def full_and_half(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, gains_half,
                           v_full, q_full, v_half, q_half):

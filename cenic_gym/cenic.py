@@ -11,9 +11,14 @@ as in Drake; docs/physics.md §4.4), and the half-step result is kept. The step 
 paper's constants and Drake's safeguards (§4.5), p = 2. Fixed-step mode runs plain ICF steps (discrete Lagged ICF).
 Under error control each solve takes its friction bounds from the step's own normal impulses where the lagged ones
 disagree (:func:`cenic_gym.solver.solve_coulomb`, issue 10: Coulomb's law at impacts).
+
+Three loops take the same steps: :meth:`CenicIntegrator.step` (Python; every option), :func:`advance_free_bodies`
+(compiled; free bodies with closed-form dynamics) and :meth:`CenicIntegrator._advance_articulated` (Pinocchio around
+two kernels per attempt, :func:`attempt_from_start` and :func:`attempt_from_mid`; robots with at most one joint PD).
 """
 from __future__ import annotations
 
+from collections import namedtuple
 import math
 import time
 from dataclasses import dataclass, fields
@@ -29,7 +34,7 @@ from .contact import (DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinem
                       unpack_query_args)
 from .icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_impulse, contact_lagged_params
 from .errors import AccuracyNotMetError, SimulationError, SolverFailure  # noqa: F401  (re-exported)
-from .external import ExternalSystems, GainLaw
+from .external import ExternalSystems, GainLaw, JointPD, joint_pd_law
 from .free_bodies import free_body_dynamics, free_body_joints, free_body_parameters
 from .model import is_free_body_joint
 
@@ -565,6 +570,137 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
     return status
 
 
+# -- the attempt loop of articulated systems: Pinocchio in Python, everything else in two kernels per attempt ------
+
+
+@structref.register
+class AttemptLoopType(_FieldsType):
+    pass
+
+
+class AttemptLoop(structref.StructRefProxy):
+    """Everything the kernels of :meth:`CenicIntegrator._advance_articulated` read and write, as one kernel argument
+    (:func:`new_attempt_loop`; :class:`AttemptArrays` names the fields): the :class:`StateArgs` of x^n and x^{n+½}
+    and the :class:`SolveWorkspace`; clock, counts and window as in :func:`advance_free_bodies`; control = [ε,
+    min_step, max_step, error per unit step, v_s, Newton tolerance, Hessian reuse, integrate in numba] (copied in
+    at each call of ``advance_to``); attempt = [nominal δt, δt, clipped, error, period start] of the attempt under
+    way; sizes = [contacts of x^n, contacts of x^{n+½}]; q, v the state; q_full, v_full (the full step), q_half,
+    v_half (the first half step, x^{n+½}), q1, v1 (the second half step); bias the bias of x^n; pd = (K_p, K_d, q_d,
+    v_d, τ_ff, q index, dofs, effort limit) of the one :class:`~cenic_gym.external.JointPD` (copied in at each call
+    of ``advance_to``; empty without one); C and d (3, n) its laws of the full, first half and second half step
+    (:func:`~cenic_gym.external.joint_pd_law`)."""
+
+
+AttemptArrays = namedtuple("AttemptArrays", ["start", "mid", "work", "clock", "counts", "window", "control", "attempt",
+                                              "sizes", "q", "v", "q_full", "v_full", "q_half", "v_half", "q1", "v1",
+                                              "bias", "pd", "C", "d"])
+AttemptArrays.__doc__ = ("The fields of an :class:`AttemptLoop`, as Python reads them (a proxy's attributes would be "
+                         "kernel calls).")
+structref.define_proxy(AttemptLoop, AttemptLoopType, list(AttemptArrays._fields))
+CONTROL_VS, CONTROL_TOL, CONTROL_REUSE, CONTROL_INTEGRATE = range(4, 8)  # AttemptLoop.control after the first four
+
+
+@njit(cache=True)
+def new_attempt_loop(start, mid, work, clock, counts, window, control, attempt, sizes, q, v, q_full, v_full, q_half,
+                     v_half, q1, v1, bias, pd, C, d):
+    """An :class:`AttemptLoop` (built in a cached kernel, as :func:`new_solve_workspace`)."""
+    return AttemptLoop(start, mid, work, clock, counts, window, control, attempt, sizes, q, v, q_full, v_full, q_half,
+                       v_half, q1, v1, bias, pd, C, d)
+
+
+ATTEMPT_NOMINAL, ATTEMPT_DT, ATTEMPT_CLIPPED, ATTEMPT_ERROR, ATTEMPT_PERIOD_START = range(5)
+# what an attempt's kernels return: the solves converged (first) / the step was accepted (second), the solves failed
+# / the step was rejected, the accuracy was not met at min_step, a solve failed at min_step, a gain law is not finite,
+# some pairs of the state being prepared need coal (the caller finishes them and calls again without preparing)
+(ATTEMPT_OK, ATTEMPT_NOT_OK, ATTEMPT_ACCURACY_NOT_MET, ATTEMPT_SOLVER_FAILURE, ATTEMPT_GAINS_NOT_FINITE,
+ ATTEMPT_COAL) = range(6)
+
+
+@njit(cache=True, inline="always")
+def _pd_gains(loop, row, q, dt):
+    """The joint PD's implicit law of a step of size dt [s] from q into row ``row`` of the loop's C, d; returns
+    (the gain pool as the plain tuple :func:`icf_step` takes, finite)."""
+    kp, kd, q_d, v_d, tau_ff, qidx, dofs, effort = loop.pd
+    finite = joint_pd_law(kp, kd, q_d, v_d, tau_ff, qidx, q, dt, loop.C[row], loop.d[row])
+    return (dofs, loop.C[row], loop.d[row], effort), finite
+
+
+@njit(cache=True)
+def attempt_from_start(loop, t_end, predict, prepare, Jw, M):
+    """The first part of an attempt of :meth:`CenicIntegrator.step` from x^n = (loop.q, loop.v): its step size
+    (:func:`attempt_step_size`), x^n's contact query and state terms if ``prepare`` (Jw, M from Pinocchio, the bias
+    in ``loop.bias``), the joint PD's laws and the full step and first half step (:func:`icf_full_and_half`).
+    Returns ATTEMPT_OK (both converged), ATTEMPT_NOT_OK, ATTEMPT_GAINS_NOT_FINITE or ATTEMPT_COAL (x^n's query is
+    done but for the pairs coal takes: the caller finishes them, its φ_min included, and calls again without
+    ``prepare``; the step size comes out the same)."""
+    clock, attempt, control, q, v = loop.clock, loop.attempt, loop.control, loop.q, loop.v
+    vs = control[CONTROL_VS]
+    dt_nominal, h, clipped = attempt_step_size(clock[CLOCK_DT], clock[CLOCK_PERIOD_DT], predict,
+                                               t_end - clock[CLOCK_T])
+    attempt[ATTEMPT_NOMINAL], attempt[ATTEMPT_DT], attempt[ATTEMPT_CLIPPED] = dt_nominal, h, clipped
+    if prepare:
+        n, n_coal, phi = prepare_kernel(q, v, Jw, M, h, vs, loop.start)
+        loop.sizes[0] = n
+        loop.counts[COUNT_QUERIES] += 1
+        if n_coal:
+            return ATTEMPT_COAL
+        loop.window[WIN_MIN_PHI] = min(loop.window[WIN_MIN_PHI], phi)
+    gains_full, finite_full = _pd_gains(loop, 0, q, h)
+    gains_half, finite_half = _pd_gains(loop, 1, q, 0.5 * h)
+    if not (finite_full and finite_half):
+        return ATTEMPT_GAINS_NOT_FINITE
+    ok_full, ok_half = icf_full_and_half(loop.start, loop.sizes[0], loop.work, q, v, loop.bias, h, vs,
+                                         control[CONTROL_TOL], control[CONTROL_REUSE] != 0.0,
+                                         control[CONTROL_INTEGRATE] != 0.0, gains_full, gains_half, loop.v_full,
+                                         loop.q_full, loop.v_half, loop.q_half)
+    return ATTEMPT_OK if ok_full and ok_half else ATTEMPT_NOT_OK
+
+
+@njit(cache=True)
+def attempt_from_mid(loop, solved, prepare, Jw, M, bias):
+    """The rest of the attempt: if the first two solves converged (``solved``), the contact query and state terms of
+    x^{n+½} if ``prepare`` (Jw, M, bias from Pinocchio), the second half step (:func:`icf_step_at`, warm start
+    v̂^{n+1}) and the error estimate ‖q^{n+1} − q̂^{n+1}‖_∞; then accept or shrink (:func:`step_outcome`,
+    :func:`record_attempt`) and, accepted, (loop.q, loop.v) ← (q1, v1). Returns ATTEMPT_OK (accepted),
+    ATTEMPT_NOT_OK (rejected), ATTEMPT_ACCURACY_NOT_MET or ATTEMPT_SOLVER_FAILURE (rejected at min_step: error and
+    tolerance in the window), ATTEMPT_GAINS_NOT_FINITE or ATTEMPT_COAL (as :func:`attempt_from_start`)."""
+    attempt, counts, window, control = loop.attempt, loop.counts, loop.window, loop.control
+    h = attempt[ATTEMPT_DT]
+    ok = solved
+    err = math.inf
+    if ok:
+        if prepare:
+            n, n_coal, _ = prepare_kernel(loop.q_half, loop.v_half, Jw, M, 0.5 * h, control[CONTROL_VS], loop.mid)
+            loop.sizes[1] = n
+            counts[COUNT_QUERIES] += 1
+            if n_coal:
+                return ATTEMPT_COAL
+        gains, finite = _pd_gains(loop, 2, loop.q_half, 0.5 * h)
+        if not finite:
+            return ATTEMPT_GAINS_NOT_FINITE
+        loop.v1[:] = loop.v_full
+        ok = icf_step_at(loop.mid, loop.sizes[1], loop.work, loop.q_half, loop.v_half, bias, 0.5 * h,
+                         control[CONTROL_VS], control[CONTROL_TOL], control[CONTROL_REUSE] != 0.0,
+                         control[CONTROL_INTEGRATE] != 0.0, gains, loop.v1, loop.q1)
+        if ok:
+            err = max_abs_diff(loop.q1, loop.q_full)
+    accepted, dt_next, at_min_step, step_tol = step_outcome(h, attempt[ATTEMPT_NOMINAL],
+                                                            attempt[ATTEMPT_CLIPPED] != 0.0, err, control[0],
+                                                            control[3] != 0.0, control[1], control[2])
+    record_attempt(accepted, h, dt_next, attempt[ATTEMPT_PERIOD_START] != 0.0, loop.clock, counts, window)
+    attempt[ATTEMPT_ERROR] = err
+    if accepted:
+        loop.q[:] = loop.q1
+        loop.v[:] = loop.v1
+        counts[COUNT_LAST_CONTACTS] = loop.sizes[1]
+        return ATTEMPT_OK
+    if at_min_step:
+        window[WIN_ERROR] = err
+        window[WIN_TOL] = step_tol
+        return ATTEMPT_ACCURACY_NOT_MET if ok else ATTEMPT_SOLVER_FAILURE
+    return ATTEMPT_NOT_OK
+
+
 class _ClockEntry:
     """An attribute of :class:`CenicIntegrator` that reads and writes one entry of its ``clock`` array as a float."""
 
@@ -660,6 +796,13 @@ class CenicIntegrator:
         self._compiled_loop = (free_body_joints(system) and self.fixed_step is None and generalized_force is None
                                and self.external is None)
         self._free_body_work = None  # (params, dyn_start, dyn_mid) of advance_free_bodies (built at first use)
+        # any other system whose joints the kernels cover, without explicit forces and with at most one plain
+        # JointPD: advance_to runs each attempt as two kernels around Pinocchio (and coal) (_advance_articulated)
+        pd = self.external._joint_pd if self.external is not None else None
+        self._articulated_loop = (not self._compiled_loop and self.fixed_step is None and generalized_force is None
+                                  and self._numba_integrate and not system.general_joints
+                                  and (self.external is None or pd is not None))
+        self._attempt_loop = None  # AttemptLoop of _advance_articulated (built at first use)
 
     def __getstate__(self):
         """A copy holds the last step's contact results and efforts as values (the live ones are views of
@@ -667,6 +810,7 @@ class CenicIntegrator:
         state = self.__dict__.copy()
         state["_work"] = None  # references to this integrator's arrays: the copy builds its own
         state["_free_body_work"] = None
+        state["_attempt_loop"] = None
         if self.last_solution is not None:
             state["frozen_results"] = (self.contact_results(), self.applied_efforts())
             state["last_solution"] = None
@@ -797,11 +941,7 @@ class CenicIntegrator:
             query.sync_joint_poses(d)
         n, n_fallback, phi_min = prepare_kernel(q, v, Jw, M_upper, lookahead, self.vs, self._state_args(cache))
         if n_fallback:
-            n = query.coal_fallback(n, Jw)
-            cs = query.contact_set(n)
-            state_terms(M_upper, v, q, (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
-                                        cs.mu_static, cs.mu_dynamic, n), self.vs, self._static, cache.out)
-            phi_min = float(cs.phi.min()) if n else math.inf
+            n, phi_min = self._coal_pairs(cache, n, Jw, M_upper, q, v)
         self._bind_contacts(cache, n)
         cache.phi_min = phi_min
         cache.bias = bias
@@ -811,6 +951,16 @@ class CenicIntegrator:
         st = self._stats
         st.wall_dynamics += t1 - t0
         st.wall_geometry += time.perf_counter() - t1
+
+    def _coal_pairs(self, cache, n, Jw, M_upper, q, v):
+        """Finish a contact query that :func:`prepare_kernel` left with pairs for coal (n contacts so far): their
+        contacts, then the state terms of all. Returns (number of contacts, smallest signed distance φ [m])."""
+        query = cache.query
+        n = query.coal_fallback(n, Jw)
+        cs = query.contact_set(n)
+        state_terms(M_upper, v, q, (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
+                                    cs.mu_static, cs.mu_dynamic, n), self.vs, self._static, cache.out)
+        return n, float(cs.phi.min()) if n else math.inf
 
     @staticmethod
     def _bind_contacts(cache, n):
@@ -978,8 +1128,11 @@ class CenicIntegrator:
         w[WIN_MIN_DT], w[WIN_MAX_DT], w[WIN_MIN_PHI] = math.inf, 0.0, math.inf
         try:
             first = bool(inputs_changed)
-            if self._compiled_loop and on_step is None and self.history is None:
-                self._advance_compiled(t_end, first)
+            if on_step is None and self.history is None:
+                if self._compiled_loop:
+                    self._advance_compiled(t_end, first)
+                elif self._articulated_loop and self._setpoints_constant():
+                    self._advance_articulated(t_end, first)
             while self.t < t_end - 1e-14 * max(1.0, abs(t_end)):
                 self.step(t_end, first)
                 first = False
@@ -1029,6 +1182,105 @@ class CenicIntegrator:
             self._sync_compiled(q, v, counts[COUNT_ACCEPTED] > accepted)
         if status:
             raise self._min_step_error(status == 1, window[WIN_ERROR], window[WIN_TOL])
+
+    def _setpoints_constant(self):
+        """True when the external systems' gain laws can be evaluated in the kernels: none, or one plain JointPD,
+        implicit, with set-points that are arrays (not functions of time)."""
+        if self.external is None:
+            return True
+        pd = self.external._joint_pd
+        return pd.implicit and not any(callable(x) for x in pd.setpoints(self.t))
+
+    def _loop_buffers(self):
+        """The :class:`AttemptLoop` of :meth:`_advance_articulated` and its fields (built once, and again after a
+        copy), with the integrator's options, the state and its joint PD's gains and set-points copied in (they may
+        change between calls of advance_to)."""
+        if self._attempt_loop is None:
+            nq, nv = self.q.shape[0], self.v.shape[0]
+            pd = None if self.external is None else self.external._joint_pd
+            n = 0 if pd is None else pd.dofs.shape[0]
+            law = tuple(np.zeros(n) for _ in range(5)) + (
+                (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)) if pd is None else
+                (pd.qidx.astype(np.int64), pd.dofs.astype(np.int64), pd.effort_limit.copy()))
+            fields = AttemptArrays(self._state_args(self.start), self._state_args(self.mid), self._workspace(),
+                                   self.clock, self._counts, self._window, np.zeros(8), np.zeros(5),
+                                   np.zeros(2, np.int64), *(np.empty(k) for k in (nq, nv) * 4), np.empty(nv), law,
+                                   np.zeros((3, n)), np.zeros((3, n)))
+            self._attempt_loop = (new_attempt_loop(*fields), fields)
+        loop, fields = self._attempt_loop
+        fields.control[:] = (self.accuracy, self.min_step, self.max_step, self.error_per_unit_step, self.vs,
+                             self._tol, self.hessian_reuse, self._numba_integrate)
+        fields.q[:] = self.q
+        fields.v[:] = self.v
+        if self.external is not None:
+            pd = self.external._joint_pd
+            kp, kd, q_d, v_d, tau_ff, _, _, effort = fields.pd
+            for buf, value in zip((kp, kd, q_d, v_d, tau_ff, effort),
+                                  (pd.kp, pd.kd) + tuple(pd.setpoints(self.t)) + (pd.effort_limit,)):
+                buf[:] = value
+        return loop, fields
+
+    def _advance_articulated(self, t_end, first):
+        """:meth:`advance_to` (without callbacks or recording) of a system the kernels cover but Pinocchio's dynamics
+        (``_articulated_loop``): the attempts of :meth:`step`, each as Pinocchio's kinematics, M and bias of x^n
+        (once per step) and x^{n+½} around two kernels (:func:`attempt_from_start`, :func:`attempt_from_mid`) and,
+        where a state has pairs for coal, :meth:`_coal_pairs` between two calls of one; bit-identical to
+        :meth:`step`. The wall time counts in ``wall_compiled``."""
+        m, d = self.model, self.data
+        loop, fields = self._loop_buffers()
+        q, v, q_half, v_half, bias = fields.q, fields.v, fields.q_half, fields.v_half, fields.bias
+        attempt, sizes, clock, window = fields.attempt, fields.sizes, self.clock, self._window
+        stop = t_end - 1e-14 * max(1.0, abs(t_end))
+        accepted = self._counts[COUNT_ACCEPTED]
+        status = ATTEMPT_OK
+        t0 = time.perf_counter()
+        try:
+            while clock[CLOCK_T] < stop:
+                attempt[ATTEMPT_PERIOD_START] = first
+                predict, prepare, first = first, True, False
+                while True:
+                    if prepare:  # x^n: once per step (Jw and M are read at once, by the query and the state terms)
+                        Jw, M = compute_kinematics_and_inertia(m, d, q)
+                        bias[:] = pin.nonLinearEffects(m, d, q, v)
+                    status = attempt_from_start(loop, t_end, predict, prepare, Jw, M)
+                    if status == ATTEMPT_COAL:
+                        sizes[0], phi_min = self._coal_pairs(self.start, int(sizes[0]), Jw, M, q, v)
+                        window[WIN_MIN_PHI] = min(window[WIN_MIN_PHI], phi_min)
+                        status = attempt_from_start(loop, t_end, predict, False, Jw, M)
+                    predict = prepare = False
+                    if status == ATTEMPT_GAINS_NOT_FINITE:
+                        break
+                    solved = status == ATTEMPT_OK
+                    if solved:  # x^{n+½}
+                        Jw, M = compute_kinematics_and_inertia(m, d, q_half)
+                        bias_half = pin.nonLinearEffects(m, d, q_half, v_half)
+                    else:  # failed solves: shrink (Jw, M and the bias are not read)
+                        bias_half = bias
+                    status = attempt_from_mid(loop, solved, True, Jw, M, bias_half)
+                    if status == ATTEMPT_COAL:
+                        sizes[1], _ = self._coal_pairs(self.mid, int(sizes[1]), Jw, M, q_half, v_half)
+                        status = attempt_from_mid(loop, True, False, Jw, M, bias_half)
+                    if status != ATTEMPT_NOT_OK:
+                        break
+                if status != ATTEMPT_OK:
+                    break
+        finally:  # also on KeyboardInterrupt: the state of the last step completed
+            self._stats.wall_compiled += time.perf_counter() - t0
+            stepped = self._counts[COUNT_ACCEPTED] > accepted
+            self._sync_compiled(q.copy(), v.copy(), stepped)
+            if stepped and self.external is not None:  # the last solve's gain pool, for the applied efforts
+                pd = self.external._joint_pd
+                self._last_gains = GainPool(pd.dofs, fields.C[2].copy(), fields.d[2].copy(), pd.effort_limit)
+                self.external.last_bounds = [(0, pd.dofs.shape[0])]
+                self.last_solution = self.last_solution[:3] + (self._last_gains,)
+        if status == ATTEMPT_GAINS_NOT_FINITE:  # the Python loop's linearization names the system and the values
+            h = attempt[ATTEMPT_DT]
+            self.external.linearize(self.t, self.z, q_half, v_half, 0.5 * h, None)
+            self.external.linearize(self.t, self.z, self.q, self.v, h, None)
+            raise FloatingPointError(f"non-finite joint PD law at t={self.t:.6g} s")
+        if status != ATTEMPT_OK:
+            w = self._window
+            raise self._min_step_error(status == ATTEMPT_ACCURACY_NOT_MET, w[WIN_ERROR], w[WIN_TOL])
 
     def _sync_compiled(self, q, v, stepped):
         """Bring the integrator up to date after calls of :func:`advance_free_bodies` (clock, counters and window

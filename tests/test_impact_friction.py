@@ -78,7 +78,8 @@ class ImpulseRecorder:
         self.sim, self.body = sim, body
         self.rows, self.samples = [], []
         integ = sim.integrator
-        integ._compiled_loop = False  # the Python step loop, whose methods are wrapped here (free bodies run compiled)
+        # the Python step loop, whose methods are wrapped here (free bodies and joint-PD robots run other loops)
+        integ._compiled_loop = integ._articulated_loop = False
         full_and_half, step = integ._full_and_half, integ.step
 
         def recording_full_and_half(cache, dt):

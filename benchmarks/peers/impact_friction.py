@@ -59,7 +59,8 @@ def gym_run(eps, lagged):
     if lagged:
         integ.set_impact_friction(False)
     samples = []
-    integ._compiled_loop = False  # sampled after every step of the Python loop (free bodies run compiled by default)
+    # sampled after every step of the Python loop (free bodies and joint-PD robots run other loops by default)
+    integ._compiled_loop = integ._articulated_loop = False
     step = integ.step
 
     def sampled_step(t_end, *args):

@@ -1283,8 +1283,10 @@ class CenicIntegrator:
             raise self._min_step_error(status == ATTEMPT_ACCURACY_NOT_MET, w[WIN_ERROR], w[WIN_TOL])
 
     def _sync_compiled(self, q, v, stepped):
-        """Bring the integrator up to date after calls of :func:`advance_free_bodies` (clock, counters and window
-        are its own arrays): the state, and the last accepted step's contacts if it took one (``stepped``)."""
+        """Bring the integrator up to date after a compiled loop (:func:`advance_free_bodies` or
+        :meth:`_advance_articulated`, whose clock, counters and window are the integrator's own arrays): the state, and
+        the last accepted step's contacts if it took one (``stepped``; no gain pool: the articulated loop sets its
+        own)."""
         self.q, self.v = q, v
         self.state_id += 1
         self.start.valid = False  # its buffers were overwritten without the Python-side fields

@@ -15,15 +15,10 @@ For every Gymnasium id starting with ``Cenic`` (looped over the registry: new ta
 
 Per run: env steps/s (env steps / wall time of ``env.step``, the ``gym.make`` wrappers included, the policy
 excluded), real-time factor (simulated s / ``env.step`` wall s), attempts (accepted substeps + rejected) and rejected
-attempts per env step (``info["sim"]``). One more run of the same episodes gives the split of one env step's wall
-time (the timed runs go without its timer): the simulator's cumulative ``sim.stats`` wall_geometry / wall_dynamics /
-wall_solver (split into the controllers' linearization, timed by wrapping ``ExternalSystems.linearize`` and
-``linearize_full_and_half``, and the convex solve) and the rest of wall_total (step control, bookkeeping), over the
-run, and the env layer = ``env.step`` wall − ``info["wall"]["sim_s"]`` (the ``advance_to`` inside it:
-action mapping, observation, reward terms, ``evaluate()``, wrappers). ``env overhead`` = ``env.step`` wall / Σ
-``advance_to`` wall − 1: what the env layer costs on top of bare ``sim.advance_to``. Writes the
+attempts per env step (``info["sim"]``). Writes the
 ``env-throughput`` section of ``benchmarks/RESULTS.md`` (``bench_common.write_section``; one row per env and policy:
-throughput in every mode, the time split at ε = 1e-3) unless ``--no-write``, and prints it. A full run takes ~4 min;
+throughput in every mode) unless ``--no-write``, and prints it; where an env step's time goes is
+``benchmarks/profile_envs.py``'s (every step loop, CPU time). A full run takes ~4 min;
 ``--steps 50 --resets 2 --repeats 1`` under a minute. A timing benchmark: run it on an idle machine.
 """
 from __future__ import annotations
@@ -54,7 +49,6 @@ SCRIPTED = {k: v for k, v in SCRIPTED_POLICIES.items() if k != "CenicAllegro-v0"
 TARGET_MODE = "ε = 1e-3"  # the target: every env at >= 20x real time per core at ε = 1e-3
 TARGETS = {"CenicFranka-v0": 400.0, "CenicAllegro-v0": 400.0, "CenicSuction-v0": 400.0,
            "CenicQuadruped-v0": 1000.0}  # env steps/s (20 Hz envs: 400; the 50 Hz quadruped: 1000)
-PHASES = ("wall_geometry", "wall_dynamics", "wall_solver", "wall_compiled", "wall_total")
 
 
 def cenic_ids():
@@ -87,49 +81,13 @@ def reset_time(env, n):
     return statistics.median(ts)
 
 
-class LinearizeTimer:
-    """Times the external systems' linearization (controllers' gain pools, built for every convex solve inside
-    ``wall_solver``) by wrapping ``linearize`` and ``linearize_full_and_half`` of this simulator's
-    ``ExternalSystems`` instance (benchmark only; a call inside another is counted once)."""
-
-    METHODS = ("linearize", "linearize_full_and_half")
-
-    def __init__(self, sim):
-        self.wall = 0.0
-        self.depth = 0
-        self.ext = sim.integrator.external
-        if self.ext is not None:
-            for name in self.METHODS:
-                setattr(self.ext, name, self._timed(getattr(self.ext, name)))
-
-    def _timed(self, inner):
-        def timed(*args, **kwargs):
-            self.depth += 1
-            t0 = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.depth -= 1
-                if self.depth == 0:
-                    self.wall += time.perf_counter() - t0
-        return timed
-
-    def remove(self):
-        if self.ext is not None:
-            for name in self.METHODS:
-                delattr(self.ext, name)
-
-
-def run(env, make_policy, steps, seed0=1000, time_linearize=False):
-    """``steps`` env steps; episodes restart (untimed) when they end. Returns the run's totals. time_linearize: wrap
-    the controllers' linearization in a timer (:class:`LinearizeTimer`, its cost lands in the run's wall times)."""
+def run(env, make_policy, steps, seed0=1000):
+    """``steps`` env steps; episodes restart (untimed) when they end. Returns the run's totals."""
     u = env.unwrapped
-    timer = LinearizeTimer(u.sim) if time_linearize else None
     policy = make_policy(env)
     episode = 0
     obs, _ = env.reset(seed=seed0)
     policy.reset()
-    before = {k: getattr(u.sim.stats, k) for k in PHASES}
     out = dict(steps=0, step_wall=0.0, sim_wall=0.0, sim_time=0.0, substeps=0, rejected=0, newton=0, penetration=0.0,
                failures=0, episodes=1)
     while out["steps"] < steps:
@@ -152,10 +110,6 @@ def run(env, make_policy, steps, seed0=1000, time_linearize=False):
             out["episodes"] += 1
             obs, _ = env.reset(seed=seed0 + episode)
             policy.reset()
-    out.update({k: getattr(u.sim.stats, k) - before[k] for k in PHASES})
-    if timer is not None:
-        out["wall_linearize"] = timer.wall
-        timer.remove()
     return out
 
 
@@ -186,8 +140,7 @@ def main():
                 reps = sorted((run(env, make_policy, args.steps) for _ in range(args.repeats)),
                               key=lambda x: x["step_wall"])
                 r = reps[len(reps) // 2]
-                r.update(env=env_id, mode=mode, policy=pname, reset=t_reset,
-                         split=run(env, make_policy, args.steps, time_linearize=True))
+                r.update(env=env_id, mode=mode, policy=pname, reset=t_reset)
                 rows.append(r)
                 print(f"{env_id} {mode} {pname}: {r['steps'] / r['step_wall']:.0f} env steps/s, "
                       f"RTF {r['sim_time'] / r['step_wall']:.1f}, "
@@ -208,17 +161,13 @@ def main():
 
 
 def report(rows, args, total, load0, command):
-    """The ``env-throughput`` section: one row per (env, actions); throughput in every mode, and where an env step's
-    time goes at TARGET_MODE."""
+    """The ``env-throughput`` section: one row per (env, actions), throughput in every mode."""
     modes = [m for m, _ in MODES]
     by = {(r["env"], r["policy"], r["mode"]): r for r in rows}
     keys = list(dict.fromkeys((r["env"], r["policy"]) for r in rows))
     main_table = ["| env | actions | " + " | ".join(f"env steps/s (× real time), {m}" for m in modes)
                   + f" | attempts (rejected) / env step, {TARGET_MODE} | reset [ms] | sim failures |",
                   "|---|---|" + "---|" * (len(modes) + 3)]
-    split_table = ["| env | actions | env.step [µs] | geometry | dynamics | controller linearization | convex solve "
-                   "| other in sim | env layer | env overhead over advance_to |",
-                   "|---|---|---|---|---|---|---|---|---|---|"]
     for env_id, policy in keys:
         cells = []
         for m in modes:
@@ -232,18 +181,6 @@ def report(rows, args, total, load0, command):
         reset = "–" if t is None else f"{t['reset'] * 1e3:.2f}"
         main_table.append(f"| {env_id} | {policy} | " + " | ".join(cells)
                           + f" | {attempts} | {reset} | {sum(r['failures'] for r in mine)} |")
-        if t is None:
-            continue
-        n, r = t["steps"], t["split"]  # the instrumented run of the same episodes
-        w = r["step_wall"]
-        other = r["wall_total"] - r["wall_geometry"] - r["wall_dynamics"] - r["wall_solver"]
-        pct = lambda x: f"{1e6 * x / n:.0f} µs ({100 * x / w:.0f} %)"  # noqa: E731
-        phases = [pct(r['wall_geometry']), pct(r['wall_dynamics']), pct(r['wall_linearize']),
-                  pct(r['wall_solver'] - r['wall_linearize'])]
-        if r.get("wall_compiled", 0.0) > 0.5 * r["wall_total"]:  # a compiled loop: its phases are not timed
-            phases = ["–"] * 4
-        split_table.append(f"| {env_id} | {policy} | {1e6 * w / n:.0f} | " + " | ".join(phases)
-                           + f" | {pct(other)} | {pct(w - r['sim_wall'])} | {100 * (w / r['sim_wall'] - 1):+.0f} % |")
     target_lines = []
     for env_id, policy in keys:
         r, tsteps = by.get((env_id, policy, TARGET_MODE)), TARGETS.get(env_id)
@@ -262,15 +199,7 @@ def report(rows, args, total, load0, command):
         *main_table,
         "",
         f"Targets (env steps/s for 20× real time per core at {TARGET_MODE}): " + "; ".join(target_lines) + ".",
-        "",
-        f"Where an env step's time goes at {TARGET_MODE} (µs per env step, share of `env.step` wall; one more run with "
-        "the linearization timed): the simulator's `stats` phases, wall_solver split into the controllers' "
-        "linearization and the convex solve; env layer = `env.step` − `advance_to` (actions, observation, reward, "
-        "wrappers); overhead = `env.step` / `advance_to` − 1. The envs on the articulated loop (one joint PD: each "
-        "attempt is Pinocchio around two kernels) time no phases: all of `advance_to` is \"other\" here, and the "
-        "Profile section splits it.",
-        "",
-        *split_table,
+        "Where an env step's time goes: the Profile section (`benchmarks/profile_envs.py`, CPU time, every loop).",
     ])
 
 

@@ -108,23 +108,23 @@ def section(data, plot_only=False):
                           f"β = {d['beta0']:g}·{d['beta_decay']:g}^round") + ", the network refitted to "
         f"all the rounds' data by {d['gradient_steps']} Adam steps of "
         f"{d['batch_size']} per round, {cfg['steps']} env steps per seed; seeds ran {ours['parallel']} at a time, "
-        f"one thread each (besides them: {ours.get('note', 'nothing')}).",
+        f"one thread each (besides them: {ours.get('note', 'nothing')}). "
         f"Final: {ours['runs'][0]['final']['episodes']} held-out episodes (seeds {FINAL_SEED}…; `cenic-gym eval "
         f"runs/learning_allegro/seedS/model.zip --episodes 50 --seed {FINAL_SEED}`); success = at least one goal "
         "reached in the episode; goals = goals reached per episode (`info[\"successes\"]` at its end).", ""]
     rows, _ = table(ours["runs"], ENV_ID)
-    lines += rows + ["", verdict(ours["runs"]),
+    lines += rows + ["", verdict(ours["runs"]) + " "
                      f"On the same episodes the teacher `GoalRotator` reaches success {t['success_rate']:.2f}, "
                      f"{t['mean_goals']:.2f} goals per episode. The same networks on `goal=\"so3\"` (goals uniform over "
                      "all orientations; nothing here teaches a turn about any other axis, so this is expected near "
                      "zero): " + ", ".join(f"seed {r['seed']} {r['so3']['success_rate']:.2f} ({r['so3']['mean_goals']:.2f}"
-                                           " goals)" for r in ours["runs"]) + ".",
+                                           " goals)" for r in ours["runs"]) + ". "
                      f"{PLAYGROUND}. ![learning curves](learning_allegro.png)"]
     sweep = ours["sweep"]
     flagged = (f" Flagged (a looser setting succeeds more often than the reference {sweep['reference']}): "
                f"{', '.join(sweep['flagged'])}." if sweep["flagged"] else
                f" No looser setting succeeds more often than the reference ({sweep['reference']}).")
-    lines += ["", f"**The shipped policy's accuracy sweep** (seed {ours['shipped']}, episodes 0–"
+    lines += [f"**The shipped policy's accuracy sweep** (seed {ours['shipped']}, episodes 0–"
               f"{ours['sweep_episodes'] - 1}; success, goals per episode, CENIC substeps per env step, deepest "
               "contact): " + "; ".join(f"{k}: {r['success']:.2f}, {r['goals']:.2f}, {r['substeps']:.1f}, "
                                        f"{1e3 * r['penetration']:.2f} mm" for k, r in sweep["rows"].items())

@@ -306,9 +306,6 @@ def section_table(results):
 def section(results, args, clock, runtime, load0):
     """The Markdown body of the ``profile`` section."""
     command = f"`python benchmarks/profile_envs.py {shlex.join(sys.argv[1:])}`".replace(" `", "`")
-    top = ["| env (policy) | top self-time items under cProfile (share of the profiled time) |", "|---|---|"]
-    top += [f"| {r['env']} ({r['policy']}) | " + ", ".join(f"`{name}` {100 * share:.0f} %" for name, share in r["top"])
-            + " |" for r in results]
     return "\n".join([
         *provenance("benchmarks/profile_envs.py", command, runtime, load0, ("numba", ("pinocchio (pin)", "pin"))),
         f"ε = {EPS_TEXT}; the task's scripted policy where it has one, else seeded random actions; {args.steps} env "
@@ -317,14 +314,13 @@ def section(results, args, clock, runtime, load0):
         "Python: `CenicIntegrator.step`, for controllers other than one joint PD) and on the Python loop (the same "
         "steps bit for bit). Shares: of `env.step` on the default loop with shims on every Pinocchio and numba call "
         "the integrator makes; the articulated loop's kernels are split into the solves as the Python loop's calls "
-        "are.",
+        "are. "
         "Env layer: action, observation, reward, `evaluate()`, wrappers; glue: the rest of "
         "`CenicIntegrator.advance_to`. Both loops in µs, with calls per attempt: "
-        "`benchmarks/profiles/envs_summary.txt`; cProfile: `env_<id>_cprofile_tottime.txt`.",
+        "`benchmarks/profiles/envs_summary.txt` (with the top self-time items under cProfile); cProfile: "
+        "`env_<id>_cprofile_tottime.txt`.",
         "",
         *section_table(results),
-        "",
-        *top,
     ])
 
 

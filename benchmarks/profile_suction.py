@@ -26,11 +26,43 @@ import time  # noqa: E402
 import gymnasium as gym  # noqa: E402
 
 import cenic_gym  # noqa: E402,F401  (registers the envs)
-from env_throughput import LinearizeTimer  # noqa: E402
 
 from cenic_gym.envs.suction_pick import ScriptedPicker  # noqa: E402
 
 SPLIT = ("wall_geometry", "wall_dynamics", "wall_solver", "wall_total")
+
+
+class LinearizeTimer:
+    """Times the external systems' linearization (controllers' gain pools, built for every convex solve inside
+    ``wall_solver``) by wrapping ``linearize`` and ``linearize_full_and_half`` of this simulator's
+    ``ExternalSystems`` instance (benchmark only; a call inside another is counted once)."""
+
+    METHODS = ("linearize", "linearize_full_and_half")
+
+    def __init__(self, sim):
+        self.wall = 0.0
+        self.depth = 0
+        self.ext = sim.integrator.external
+        if self.ext is not None:
+            for name in self.METHODS:
+                setattr(self.ext, name, self._timed(getattr(self.ext, name)))
+
+    def _timed(self, inner):
+        def timed(*args, **kwargs):
+            self.depth += 1
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.depth -= 1
+                if self.depth == 0:
+                    self.wall += time.perf_counter() - t0
+        return timed
+
+    def remove(self):
+        if self.ext is not None:
+            for name in self.METHODS:
+                delattr(self.ext, name)
 
 
 def episode(env, seed, phases, prof=None):

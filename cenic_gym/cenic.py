@@ -34,7 +34,7 @@ from .contact import (DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinem
                       unpack_query_args)
 from .icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_impulse, contact_lagged_params
 from .errors import AccuracyNotMetError, SimulationError, SolverFailure  # noqa: F401  (re-exported)
-from .external import ExternalSystems, GainLaw, JointPD, joint_pd_law
+from .external import ExternalSystems, GainLaw, joint_pd_law
 from .free_bodies import free_body_dynamics, free_body_joints, free_body_parameters
 from .model import is_free_body_joint
 

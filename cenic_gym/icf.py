@@ -27,7 +27,8 @@ docs/physics.md §3.2); :mod:`cenic_gym.solver` sums them. All kernels are numba
 kernels the Newton loop calls are inlined (``inline="always"``): a call that passes a pool by value increments and
 decrements the reference count of each of its arrays (the four pools hold 24), which had cost more than the pools'
 own arithmetic in a line-search evaluation (Go1: 0.55 µs per evaluation, 0.20 µs inlined; docs/performance.md "The
-convex solve").
+convex solve"); inlined calls still count them, so :func:`cenic_gym.solver.solve` runs its Newton loop on the same
+arrays in one structref per pool (the kernels read the fields by name and take either).
 """
 from __future__ import annotations
 
@@ -211,12 +212,12 @@ def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
 def contact_pool_line(pool, vc, uc, alpha, dt, vs, f, d1, d2):
     """(f, d1, d2) + Σ_i (ℓ_c,i, dℓ_c,i/dα, d²ℓ_c,i/dα²) at v + α p, from the contact velocities vc = J v and
     uc = J p (n, 3) of the line's start and direction."""
-    x = np.empty(3)
+    normal = pool.normal
     for i in range(pool.n):
-        for a in range(3):
-            x[a] = vc[i, a] + alpha * uc[i, a]
-        c, g, h = contact_line_derivs(x, uc[i], pool.normal[i], dt, pool.phi0[i], pool.k[i], pool.d[i], pool.mu[i],
-                                      pool.fn0[i], pool.w[i], vs)
+        u = (uc[i, 0], uc[i, 1], uc[i, 2])
+        x = (vc[i, 0] + alpha * u[0], vc[i, 1] + alpha * u[1], vc[i, 2] + alpha * u[2])
+        c, g, h = contact_line_derivs(x, u, (normal[i, 0], normal[i, 1], normal[i, 2]), dt, pool.phi0[i], pool.k[i],
+                                      pool.d[i], pool.mu[i], pool.fn0[i], pool.w[i], vs)
         f += c
         d1 += g
         d2 += h

@@ -68,11 +68,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.experimental import structref
 
-from .icf import (ContactPool, contact_pool_cost, contact_pool_line, contact_step_params, coupler_pool_cost,
-                  coupler_pool_line, friction_bound_sensitivity, gain_pool_cost, gain_pool_line, limit_pool_cost,
-                  limit_pool_line, normal_cost)
+from .icf import (ContactPool, CouplerPool, GainPool, LimitPool, contact_pool_cost, contact_pool_line,
+                  contact_step_params, coupler_pool_cost, coupler_pool_line, friction_bound_sensitivity, gain_pool_cost,
+                  gain_pool_line, limit_pool_cost, limit_pool_line, normal_cost)
 
 MAX_NEWTON_ITERATIONS = 100
 LS_TOLERANCE = 1.0e-8
@@ -83,6 +84,64 @@ FRICTION_KAPPA = 1.0  # solve_coulomb: friction bounds agree with the normal imp
 
 # stats indices
 NEWTON_ITERS, LS_ITERS, FACTORIZATIONS, CONVERGED = 0, 1, 2, 3
+
+
+# -- the pools inside the Newton loop, by reference ---------------------------------------------------------------
+# A pool namedtuple is a value: every numba call that takes it, inlined or not, increments and decrements the
+# reference count of each of its arrays (atomic operations; the four pools hold 24 arrays), and LLVM's pruning leaves
+# those in the Newton loop (310 call sites in the loops of the compiled solve). :func:`solve` hands the Newton loop
+# the same arrays in one structref per pool instead: one count per pool and call, field reads pruned within their
+# block (130 call sites). Same arithmetic, same bits; a Go1 solve 1.12x (docs/performance.md "The convex solve").
+
+
+class _PoolRefType(types.StructRef):
+    """A structref type whose fields have the types of the pool namedtuple's fields."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+@structref.register
+class ContactPoolRefType(_PoolRefType):
+    pass
+
+
+@structref.register
+class LimitPoolRefType(_PoolRefType):
+    pass
+
+
+@structref.register
+class GainPoolRefType(_PoolRefType):
+    pass
+
+
+@structref.register
+class CouplerPoolRefType(_PoolRefType):
+    pass
+
+
+class ContactPoolRef(structref.StructRefProxy):
+    """:class:`~cenic_gym.icf.ContactPool` by reference (built inside :func:`solve` only)."""
+
+
+class LimitPoolRef(structref.StructRefProxy):
+    """:class:`~cenic_gym.icf.LimitPool` by reference (built inside :func:`solve` only)."""
+
+
+class GainPoolRef(structref.StructRefProxy):
+    """:class:`~cenic_gym.icf.GainPool` by reference (built inside :func:`solve` only)."""
+
+
+class CouplerPoolRef(structref.StructRefProxy):
+    """:class:`~cenic_gym.icf.CouplerPool` by reference (built inside :func:`solve` only)."""
+
+
+for _ref, _typ, _pool in ((ContactPoolRef, ContactPoolRefType, ContactPool),
+                          (LimitPoolRef, LimitPoolRefType, LimitPool),
+                          (GainPoolRef, GainPoolRefType, GainPool),
+                          (CouplerPoolRef, CouplerPoolRefType, CouplerPool)):
+    structref.define_proxy(_ref, _typ, list(_pool._fields))
 
 
 @njit(cache=True)
@@ -480,6 +539,13 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
     with reuse). blocks: the factorization's block partition (:func:`cholesky`). Returns nothing; ``stats`` gets the
     counters and the convergence flag.
     """
+    _newton(v, A, r, dscale, dt, vs, ContactPoolRef(*contacts), LimitPoolRef(*limits), GainPoolRef(*gains),
+            CouplerPoolRef(*couplers), tol, reuse_hessian, L, blocks, stats)
+
+
+@njit(cache=True)
+def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats):
+    """The Newton loop of :func:`solve`, on the pools by reference (:class:`ContactPoolRef`, ...)."""
     Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
     nv = v.shape[0]
     grad = np.empty(nv)

@@ -26,7 +26,6 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pinocchio as pin
 from numba import njit
-from numba.core import types
 from numba.experimental import structref
 
 from . import solver as slv
@@ -190,15 +189,8 @@ def pool_args(pool):
 # 3.3 → 2.2 µs; docs/performance.md, "The per-state evaluation").
 
 
-class _FieldsType(types.StructRef):
-    """A structref type whose fields have the types of the values it is built from."""
-
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
-
-
 @structref.register
-class SolveWorkspaceType(_FieldsType):
+class SolveWorkspaceType(slv.FieldsType):
     pass
 
 
@@ -222,7 +214,7 @@ def new_solve_workspace(damping, L, blocks, stats, totals, plan, friction_tol, f
 
 
 @structref.register
-class StateArgsType(_FieldsType):
+class StateArgsType(slv.FieldsType):
     pass
 
 
@@ -574,7 +566,7 @@ def advance_free_bodies(t_end, first, clock, control, q, v, start, mid, work, pa
 
 
 @structref.register
-class AttemptLoopType(_FieldsType):
+class AttemptLoopType(slv.FieldsType):
     pass
 
 

@@ -94,30 +94,31 @@ NEWTON_ITERS, LS_ITERS, FACTORIZATIONS, CONVERGED = 0, 1, 2, 3
 # block (130 call sites). Same arithmetic, same bits; a Go1 solve 1.12x (docs/performance.md "The convex solve").
 
 
-class _PoolRefType(types.StructRef):
-    """A structref type whose fields have the types of the pool namedtuple's fields."""
+class FieldsType(types.StructRef):
+    """A structref type whose fields have the types of the values it is built from (the pools' here, the
+    integrator's workspaces in :mod:`cenic_gym.cenic`)."""
 
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(typ)) for name, typ in fields)
 
 
 @structref.register
-class ContactPoolRefType(_PoolRefType):
+class ContactPoolRefType(FieldsType):
     pass
 
 
 @structref.register
-class LimitPoolRefType(_PoolRefType):
+class LimitPoolRefType(FieldsType):
     pass
 
 
 @structref.register
-class GainPoolRefType(_PoolRefType):
+class GainPoolRefType(FieldsType):
     pass
 
 
 @structref.register
-class CouplerPoolRefType(_PoolRefType):
+class CouplerPoolRefType(FieldsType):
     pass
 
 

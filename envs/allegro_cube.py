@@ -561,7 +561,10 @@ class ScriptedRotator:
     ``tilt_guard`` [rad] (default None = off): while the cube is tilted by more than this (:func:`cube_tilt`: a
     push that lifts an edge, a cube riding up a finger), no finger pushes: pushing fingers retreat and the others
     wait, until it lies flat again (the cubes it drops are mostly first lifted on one edge by a push, then thrown
-    off the heel as they fall back: :class:`GoalRotator` numbers).
+    off the heel as they fall back: :class:`GoalRotator` numbers). ``flatten_tilted``: while the guard holds, the
+    index, middle and ring fingers stretch flat (all joint targets 0) and the thumb opens (NOMINAL), every finger
+    free: a cube that slid forward and came to rest wedged between the thumb's wall and a raised proximal link
+    stays tilted for good under the guard alone (the relay waiting, the action 0, for the rest of the episode).
 
     Use: ``policy = ScriptedRotator(env); obs, _ = env.reset(seed=s); policy.reset(); a = policy(obs)``.
     """
@@ -580,7 +583,7 @@ class ScriptedRotator:
                  recentre_goal=-0.040, recentre_y=None, squeeze=0.008, drag_lead=0.01, drag_steps=12,
                  recentre_cooldown=10, pinch_yaw=math.radians(25.0), pinch_tol=0.006, drag_lateral=False,
                  pinch_open_steps=6, pinch_touch=None, pinch_on_stall=False, thumb_wall=(-0.050, -0.065, 0.045),
-                 mirror=False, observed_targets=False, tilt_guard=None):
+                 mirror=False, observed_targets=False, tilt_guard=None, flatten_tilted=False):
         self.env = env.unwrapped
         self.mirror = False  # the thumb's wall is placed in the world as it is
         if not isinstance(self.env, AllegroCubeEnv):
@@ -626,6 +629,7 @@ class ScriptedRotator:
         if tilt_guard is not None and not 0.0 < tilt_guard < 0.5 * math.pi:
             raise ValueError(f"tilt_guard must be an angle in (0, pi/2) [rad] or None, got {tilt_guard!r}")
         self.tilt_guard = tilt_guard
+        self.flatten_tilted = bool(flatten_tilted)
         self.reset()
 
     def reset(self):
@@ -913,6 +917,11 @@ class ScriptedRotator:
                 if self.count[f] > self.clear_steps:
                     self.phase[f], self.count[f] = "approach", 0
             q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
+        if tilted and self.flatten_tilted:  # nothing may prop the cube up: the fingers stretch flat, the thumb opens
+            q_des[:12] = 0.0
+            q_des[12:16] = NOMINAL[12:16]
+            for f in self.zones:
+                self.phase[f], self.count[f] = "free", 0
         self.q_des = q_des
         return self._action(q_des)
 
@@ -948,11 +957,14 @@ class GoalRotator(ScriptedRotator):
     default here) each period starts from the joint targets the observation shows instead of the relay's own (the
     IK's warm start and the unmoved fingers' targets): the action is a function of the observation and of the
     fingers' phases alone, which a network copying it can follow. ``tilt_guard`` (default 10°): no finger pushes a
-    cube tilted by more than that (:class:`ScriptedRotator`). Over 400-step episodes, at least one goal / goals per
-    episode / drops: seeds 0–99 0.68 / 0.94 / 8 (without the guard 0.71 / 1.14 / 21; own targets: 0.69 / 0.99;
-    clockwise only, own targets: 0.57 / 0.77); the learning benchmark's held-out seeds 10000–10049 0.68 / 0.96 / 6
-    (without the guard 0.52 / 0.76 / 12). The drops it prevents are cubes lifted on one edge by a push and thrown
-    off the heel as they fall back; it costs time while a cube rides on the thumb's base or a finger.
+    cube tilted by more than that, and with ``flatten_tilted`` (default on) the fingers stretch flat and the thumb
+    opens meanwhile (:class:`ScriptedRotator`). Over 400-step episodes, at least one goal / goals per episode /
+    drops: seeds 0–99 0.84 / 1.41 / 11 (the guard without flattening 0.68 / 0.94 / 8, its waits ending only when
+    the cube settles, and some never do: a cube wedged between the thumb and a raised finger link; without the
+    guard 0.71 / 1.14 / 21; own targets: 0.69 / 0.99; clockwise only, own targets: 0.57 / 0.77); the learning
+    benchmark's held-out seeds 10000–10049, the guard without flattening: 0.68 / 0.96 / 6 (without the guard
+    0.52 / 0.76 / 12). The drops the guard prevents are cubes lifted on one edge by a push and thrown off the heel
+    as they fall back.
 
     Without an argument it reads the env's noiseless observation: it is the DAgger teacher of the Allegro recipe
     (``cenic_gym.train.configs``), called after each step on the training env.
@@ -961,8 +973,9 @@ class GoalRotator(ScriptedRotator):
     HYSTERESIS = 0.3  # [rad]
 
     def __init__(self, env, passed=0.1, ccw_within=math.radians(100.0), observed_targets=True,
-                 tilt_guard=math.radians(10.0), **kwargs):
-        super().__init__(env, target=2.0 * math.pi, observed_targets=observed_targets, tilt_guard=tilt_guard, **kwargs)
+                 tilt_guard=math.radians(10.0), flatten_tilted=True, **kwargs):
+        super().__init__(env, target=2.0 * math.pi, observed_targets=observed_targets, tilt_guard=tilt_guard,
+                         flatten_tilted=flatten_tilted, **kwargs)
         if self.env.config["goal"] != "z":
             raise ValueError(f"GoalRotator turns the cube about the palm normal: use goal='z', got "
                              f"{self.env.config['goal']!r}")

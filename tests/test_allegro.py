@@ -374,24 +374,26 @@ def test_goal_rotator_reaches_z_goals():
 
 
 def test_tilt_guard_stops_the_pushes_on_a_tilted_cube():
-    """GoalRotator's tilt guard: the cube seen turned 20° more about x (a tilt > 10°) → every pushing finger
-    retreats and none starts a push; the same observation without the guard keeps the pushes; on a flat cube the
-    guarded relay acts as the plain one."""
-    from cenic_gym.envs.allegro_cube import GoalRotator, OBS, cube_tilt, quat_conjugate, quat_multiply
+    """GoalRotator's tilt guard: the cube seen turned 20° more about x (a tilt > 10°) → no finger starts a push;
+    by default (``flatten_tilted``) every relay finger is free with its joint targets flat (0) and the thumb open
+    (NOMINAL), so nothing props the cube up; without flattening every pushing finger retreats; the same observation
+    without the guard keeps the pushes; on a flat cube all three act as the plain relay."""
+    from cenic_gym.envs.allegro_cube import NOMINAL, OBS, GoalRotator, cube_tilt, quat_conjugate, quat_multiply
     from cenic_gym.model import quat_xyzw_to_matrix
     env = gym.make("CenicAllegro-v0", goal="z")
-    guarded, plain = GoalRotator(env), GoalRotator(env, tilt_guard=None)
+    flat, guarded, plain = GoalRotator(env), GoalRotator(env, flatten_tilted=False), GoalRotator(env, tilt_guard=None)
     obs, _ = env.reset(seed=6)
-    for p in (guarded, plain):
+    for p in (flat, guarded, plain):
         p.reset()
-    for _ in range(40):  # the same actions for both (the guarded relay acts; the cube lies flat: tilt < 10°)
+    for _ in range(40):  # the same actions for all three (the cube lies flat: tilt < 10°)
         a = guarded(obs)
-        plain(obs)
-        assert np.array_equal(a, plain._action(plain.q_des))
+        for p in (flat, plain):
+            p(obs)
+            assert np.array_equal(a, p._action(p.q_des))
         if "push" in guarded.phase.values():
             break
         obs, *_ = env.step(a)
-    assert "push" in guarded.phase.values() and guarded.phase == plain.phase
+    assert "push" in guarded.phase.values() and guarded.phase == plain.phase == flat.phase
     goal = env.unwrapped.goal
     q_cube = quat_multiply(quat_conjugate(obs[OBS["rotation_to_goal"]]), goal)
     tilt = np.array([math.sin(math.radians(10.0)), 0.0, 0.0, math.cos(math.radians(10.0))])  # 20° about x
@@ -400,8 +402,12 @@ def test_tilt_guard_stops_the_pushes_on_a_tilted_cube():
     tilted = obs.copy()
     tilted[OBS["rotation_to_goal"]] = quat_multiply(goal, quat_conjugate(q_tilted))
     pushing = [f for f, ph in guarded.phase.items() if ph == "push"]
+    a = flat(tilted)
     guarded(tilted)
     plain(tilted)
+    assert all(ph == "free" for ph in flat.phase.values())
+    assert np.array_equal(flat.q_des[:12], np.zeros(12)) and np.array_equal(flat.q_des[12:], NOMINAL[12:])
+    assert np.array_equal(a, flat._action(flat.q_des))
     assert all(guarded.phase[f] == "retreat" for f in pushing)
     assert not {"push", "approach", "clear"} & set(guarded.phase.values())
     assert "push" in plain.phase.values()

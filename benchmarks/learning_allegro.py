@@ -101,7 +101,8 @@ def section(data, plot_only=False):
         f"the goal task `{cfg['env_kwargs']}` (each goal a uniform yaw about the palm normal; a new one drawn on "
         "success), behaviour cloning through the DAgger loop of the feedback teacher `GoalRotator` (the finger relay "
         "of `ScriptedRotator`, clockwise or, for goals up to 100° the other way, mirrored; stopped at each goal's "
-        "yaw; no push while the cube is tilted by more than 10°); the network (SB3 SAC actor, "
+        "yaw; while the cube is tilted by more than 10° no push, the fingers flat and the thumb open); the network "
+        "(SB3 SAC actor, "
         f"{cfg['sb3']['policy_kwargs']['net_arch']}) acts from the task's 55 observations (no privileged state); "
         f"the task's starts, 400-step episodes, 0.1 rad success test and ε = 1e-3; {d['episodes_per_round']} episodes "
         f"per round, " + ("all played by the teacher (β = 1)" if d["beta0"] == d["beta_decay"] == 1.0 else
@@ -154,8 +155,8 @@ The env's default recipe (`cenic_gym/train/configs.py`, `ALLEGRO_DAGGER`): behav
 loop (`cenic_gym/train/dagger.py`; the teacher plays every episode) of the feedback teacher
 `cenic_gym.envs.allegro_cube.GoalRotator` (index, middle and ring fingers push the cube's vertical edges like a
 relay, clockwise or, for goals up to 100° the other way, counter-clockwise; the thumb stands as a wall; it stops at
-each goal's yaw and lets a tilted cube settle), {cfg['steps']} env steps of the task's own starts and goals, 400-step
-episodes and accuracy ε = 1e-3; no training aid.
+each goal's yaw; a tilted cube it lets fall flat, fingers stretched and thumb open), {cfg['steps']} env steps of
+the task's own starts and goals, 400-step episodes and accuracy ε = 1e-3; no training aid.
 {c[-1]['wall_s'] / 60:.1f} min of training wall time in one process on a 2-core machine that ran
 {ours['parallel']} seeds at a time. This is seed {run['seed']}, the best of the {len(ours['runs'])} seeds of
 `python benchmarks/learning_allegro.py`. {verdict(ours['runs'])} The teacher alone reaches success

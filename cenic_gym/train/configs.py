@@ -105,15 +105,15 @@ QUADRUPED_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(action_type="gait"), 
 
 # The Allegro z-rotation by behaviour cloning of the feedback teacher envs.allegro_cube.GoalRotator (the finger relay
 # turned towards each goal, clockwise or, for goals up to 100° the other way, mirrored; it stops at the goal's yaw and
-# lets a tilted cube fall flat, fingers stretched and thumb open) through the DAgger loop with the teacher acting throughout (β = 1: 20 teacher episodes
-# per round, the network refitted to all of them) on the goal task goal="z": the task's own actions (joint-target
-# steps of 0.1 rad), observation (no privileged state), starts, success threshold, 400-step episodes and accuracy,
-# and no training aid. It learns part of the task only: 3 seeds reach a goal in a median 0.34 of 50 held-out episodes
-# with 0.44 goals each (seed 2, shipped: 0.42 and 0.54), against the teacher's 0.68 and 1.20 on the same episodes
-# (target: 0.60 and 1.0; before the teacher flattened tilted cubes: 0.32 and 0.34 against 0.68 and 0.96). The relay's actions
-# jump at phase switches the observation does not show; DAgger with the network acting did worse (0.0-0.2). What was
-# measured and what is left: training/README.md, "The Allegro z-rotation"; the three seeds:
-# benchmarks/learning_allegro.py.
+# lets a tilted cube fall flat, fingers stretched and thumb open) through the DAgger loop with the teacher acting
+# throughout (β = 1: 20 teacher episodes per round, the network refitted to all of them) on the goal task goal="z":
+# the task's own actions (joint-target steps of 0.1 rad), observation (no privileged state), starts, success
+# threshold, 400-step episodes and accuracy, and no training aid. It learns part of the task only: 3 seeds reach a
+# goal in a median 0.34 of 50 held-out episodes with 0.44 goals each (seed 2, shipped: 0.42 and 0.54), against the
+# teacher's 0.68 and 1.20 on the same episodes (target: 0.60 and 1.0; before the teacher flattened tilted cubes: 0.32
+# and 0.34 against 0.68 and 0.96). The relay's actions jump at phase switches the observation does not show; DAgger
+# with the network acting did worse (0.0-0.2). What was measured and what is left: training/README.md, "The Allegro
+# z-rotation"; the three seeds: benchmarks/learning_allegro.py.
 ALLEGRO_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(goal="z"), train_env_kwargs={}, steps=450_000,
                       eval_every=50_000, eval_episodes=10, checkpoint_every=50_000,
                       sb3=dict(policy_kwargs=dict(net_arch=[512, 512])),

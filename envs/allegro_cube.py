@@ -864,6 +864,12 @@ class ScriptedRotator:
             self._still = 0
             self.q_des = q_des
             return self._action(q_des)
+        if tilted and self.flatten_tilted:  # nothing may prop the cube up: the fingers stretch flat, the thumb opens
+            q_des[:12] = 0.0
+            q_des[12:16] = NOMINAL[12:16]
+            self._free_fingers()
+            self.q_des = q_des
+            return self._action(q_des)
         claimed = []  # edges (angles) already pushed by a finger this period
         for f in sorted(self.zones, key=lambda f: self.phase[f] == "free"):
             start = self.zones[f][0]
@@ -917,11 +923,6 @@ class ScriptedRotator:
                 if self.count[f] > self.clear_steps:
                     self.phase[f], self.count[f] = "approach", 0
             q_des[4 * f:4 * f + 4] = self.finger_ik(f, target, q_des[4 * f:4 * f + 4])
-        if tilted and self.flatten_tilted:  # nothing may prop the cube up: the fingers stretch flat, the thumb opens
-            q_des[:12] = 0.0
-            q_des[12:16] = NOMINAL[12:16]
-            for f in self.zones:
-                self.phase[f], self.count[f] = "free", 0
         self.q_des = q_des
         return self._action(q_des)
 

@@ -108,17 +108,17 @@ QUADRUPED_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(action_type="gait"), 
 # lets a tilted cube fall flat, fingers stretched and thumb open) through the DAgger loop with the teacher acting
 # throughout (β = 1: 20 teacher episodes per round, the network refitted to all of them) on the goal task goal="z":
 # the task's own actions (joint-target steps of 0.1 rad), observation (no privileged state), starts, success
-# threshold, 400-step episodes and accuracy, and no training aid. It learns part of the task only: 3 seeds reach a
-# goal in a median 0.34 of 50 held-out episodes with 0.44 goals each (seed 2, shipped: 0.42 and 0.54), against the
-# teacher's 0.68 and 1.20 on the same episodes (target: 0.60 and 1.0; before the teacher flattened tilted cubes: 0.32
-# and 0.34 against 0.68 and 0.96). The relay's actions jump at phase switches the observation does not show; DAgger
-# with the network acting did worse (0.0-0.2). What was measured and what is left: training/README.md, "The Allegro
+# threshold, 400-step episodes and accuracy. One training aid: DART (Laskey et al. 2017, "DART: Noise Injection for
+# Robust Imitation Learning"), the teacher's executed actions perturbed by Gaussian noise of σ = 0.2 while its clean
+# actions are recorded, so that the data holds the states a copy's errors lead to and the teacher's way back from
+# them. The relay's actions jump at phase switches the observation does not show, so the copy errs; DAgger with the
+# network acting did worse (0.0-0.2). What was measured and what is left: training/README.md, "The Allegro
 # z-rotation"; the three seeds: benchmarks/learning_allegro.py.
 ALLEGRO_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(goal="z"), train_env_kwargs={}, steps=450_000,
                       eval_every=50_000, eval_episodes=10, checkpoint_every=50_000,
                       sb3=dict(policy_kwargs=dict(net_arch=[512, 512])),
                       dagger=dict(PICK_PLACE_DAGGER["dagger"], teacher="cenic_gym.envs.allegro_cube:GoalRotator",
-                                  episodes_per_round=20, gradient_steps=1500, beta_decay=1.0))
+                                  episodes_per_round=20, gradient_steps=1500, beta_decay=1.0, noise=0.2))
 
 CONFIGS: dict[str, dict[str, dict]] = {
     "CenicFranka-v0": {

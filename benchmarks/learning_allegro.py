@@ -145,8 +145,8 @@ def write_policy_readme(run, spec, data):
     ours = data[ENV_ID]
     t = ours["teacher"]
     d = cfg["dagger"]
-    aid = (f"one training aid: the teacher's executed actions perturbed by Gaussian noise of σ = {d['noise']:g}, its "
-           "clean actions recorded (DART)" if d["noise"] > 0 else "no training aid")
+    aid = (f"one training aid: the teacher's executed actions perturbed by Gaussian noise of σ = {d['noise']:g},\n"
+           "its clean actions recorded (DART)" if d["noise"] > 0 else "no training aid")
     text = f"""# {ENV_ID}: a learned Allegro policy that turns the cube about the palm normal
 
 An MLP (two hidden layers of {cfg['sb3']['policy_kwargs']['net_arch'][0]}, SB3 SAC actor; its deterministic action)
@@ -165,7 +165,8 @@ loop (`cenic_gym/train/dagger.py`; the teacher plays every episode) of the feedb
 `cenic_gym.envs.allegro_cube.GoalRotator` (index, middle and ring fingers push the cube's vertical edges like a
 relay, clockwise or, for goals up to 100° the other way, counter-clockwise; the thumb stands as a wall; it stops at
 each goal's yaw; a tilted cube it lets fall flat, fingers stretched and thumb open), {cfg['steps']} env steps of
-the task's own starts and goals, 400-step episodes and accuracy ε = 1e-3; {aid}.
+the task's own starts and goals, 400-step episodes and accuracy ε = 1e-3;
+{aid}.
 {c[-1]['wall_s'] / 60:.1f} min of training wall time in one process on a 2-core machine that ran
 {ours['parallel']} seeds at a time. This is seed {run['seed']}, the best of the {len(ours['runs'])} seeds of
 `python benchmarks/learning_allegro.py`. {verdict(ours['runs'])} The teacher alone reaches success

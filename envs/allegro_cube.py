@@ -960,11 +960,11 @@ class GoalRotator(ScriptedRotator):
     fingers' phases alone, which a network copying it can follow. ``tilt_guard`` (default 10°): no finger pushes a
     cube tilted by more than that, and with ``flatten_tilted`` (default on) the fingers stretch flat and the thumb
     opens meanwhile (:class:`ScriptedRotator`). Over 400-step episodes, at least one goal / goals per episode /
-    drops: seeds 0–99 0.84 / 1.41 / 11 (the guard without flattening 0.68 / 0.94 / 8, its waits ending only when
+    drops: seeds 0–99 0.80 / 1.35 / 8 (the guard without flattening 0.68 / 0.94 / 8, its waits ending only when
     the cube settles, and some never do: a cube wedged between the thumb and a raised finger link; without the
     guard 0.71 / 1.14 / 21; own targets: 0.69 / 0.99; clockwise only, own targets: 0.57 / 0.77); the learning
-    benchmark's held-out seeds 10000–10049, the guard without flattening: 0.68 / 0.96 / 6 (without the guard
-    0.52 / 0.76 / 12). The drops the guard prevents are cubes lifted on one edge by a push and thrown off the heel
+    benchmark's held-out seeds 10000–10049: 0.66 / 1.14 (the guard without flattening 0.68 / 0.96 / 6, without
+    the guard 0.52 / 0.76 / 12). The drops the guard prevents are cubes lifted on one edge by a push and thrown off the heel
     as they fall back.
 
     Without an argument it reads the env's noiseless observation: it is the DAgger teacher of the Allegro recipe

@@ -108,6 +108,27 @@ def test_dagger_fits_checkpoints_resumes_bit_for_bit_and_exports(tmp_path):
     assert any(str(p).endswith(".onnx") for p in errors) and max(errors.values()) <= 1e-5
 
 
+def test_dart_noise_moves_the_executed_actions_not_the_labels_and_resumes_bit_for_bit(tmp_path):
+    # DART (the Allegro recipe's aid): with the teacher acting, noise perturbs what is executed; the data set records
+    # the teacher's clean action at each visited state
+    teacher_only = dict(SMALL, checkpoint_every=60, dagger=dict(SMALL["dagger"], beta_decay=1.0))
+    noisy = dict(teacher_only, dagger=dict(teacher_only["dagger"], noise=0.3))
+    clean = np.load(train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "clean", overrides=teacher_only,
+                          progress=False).with_name("dagger_model.npz"))
+    full = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "noisy", overrides=noisy, progress=False)
+    data = np.load(full.with_name("dagger_model.npz"))
+    # the same start and the same first label (the clean action, not the executed one); the noisy execution leads
+    # to another second state
+    np.testing.assert_array_equal(data["obs"][0], clean["obs"][0])
+    np.testing.assert_array_equal(data["act"][0], clean["act"][0])
+    assert np.abs(data["obs"][1] - clean["obs"][1]).max() > 1e-4
+    resumed = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "resumed", overrides=noisy, progress=False,
+                    resume=str(tmp_path / "noisy" / "checkpoints" / "model_60_steps.zip"))
+    np.testing.assert_array_equal(np.load(resumed.with_name("dagger_model.npz"))["act"], data["act"])
+    for a, b in zip(_actor_params(full), _actor_params(resumed)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_dagger_config_is_the_plain_task_and_the_default_algo():
     cfg = get_config("CenicFranka-v0", "dagger")
     # trained on the task it is evaluated on; the one training aid is observation noise on the training env

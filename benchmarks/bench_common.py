@@ -20,7 +20,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def cpu_model():
-    """The ``lscpu`` model name (``platform.processor()`` / ``platform.machine()`` if lscpu is unavailable)."""
+    """The ``lscpu`` model name (``platform.processor()`` / ``platform.machine()`` if lscpu is unavailable) and the
+    CPU that LLVM, so numba, generates code for (``"AMD EPYC (LLVM znver5)"``): hosts that share a model name may
+    not share their speed or their rounding."""
     model = platform.processor() or platform.machine() or "?"
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5).stdout
@@ -29,7 +31,9 @@ def cpu_model():
             model = m.group(1).strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    return model
+    import llvmlite.binding as llvm
+
+    return f"{model} (LLVM {llvm.get_host_cpu_name()})"
 
 
 def machine_info():

@@ -964,8 +964,8 @@ class GoalRotator(ScriptedRotator):
     the cube settles, and some never do: a cube wedged between the thumb and a raised finger link; without the
     guard 0.71 / 1.14 / 21; own targets: 0.69 / 0.99; clockwise only, own targets: 0.57 / 0.77); the learning
     benchmark's held-out seeds 10000–10049: 0.66 / 1.14 (the guard without flattening 0.68 / 0.96 / 6, without
-    the guard 0.52 / 0.76 / 12). The drops the guard prevents are cubes lifted on one edge by a push and thrown off the heel
-    as they fall back.
+    the guard 0.52 / 0.76 / 12). The drops the guard prevents are cubes lifted on one edge by a push and thrown off
+    the heel as they fall back.
 
     Without an argument it reads the env's noiseless observation: it is the DAgger teacher of the Allegro recipe
     (``cenic_gym.train.configs``), called after each step on the training env.

@@ -80,10 +80,10 @@ def accuracy(episodes, env_kwargs):
         for r in sweep.rows})
 
 
-def dart(d):
-    """The recipe's training aid in words: the executed actions' noise (DART), or nothing."""
-    return (f", the executed actions perturbed by Gaussian noise of σ = {d['noise']:g} and the teacher's clean "
-            "actions recorded (DART, the training aid)" if d["noise"] > 0 else "")
+def training_aid(d):
+    """The recipe's training aid in words (DART: noise on the teacher's executed actions), or "no training aid"."""
+    return (f"one training aid, DART: the teacher's executed actions perturbed by Gaussian noise of σ = "
+            f"{d['noise']:g}, its clean actions recorded" if d["noise"] > 0 else "no training aid")
 
 
 def verdict(runs):
@@ -112,7 +112,7 @@ def section(data, plot_only=False):
         f"{cfg['sb3']['policy_kwargs']['net_arch']}) acts from the task's 55 observations (no privileged state); "
         f"the task's starts, 400-step episodes, 0.1 rad success test and ε = 1e-3; {d['episodes_per_round']} episodes "
         f"per round, " + ("all played by the teacher (β = 1)" if d["beta0"] == d["beta_decay"] == 1.0 else
-                          f"β = {d['beta0']:g}·{d['beta_decay']:g}^round") + dart(d) + ", the network refitted to "
+                          f"β = {d['beta0']:g}·{d['beta_decay']:g}^round") + f"; {training_aid(d)}; the network refitted to "
         f"all the rounds' data by {d['gradient_steps']} Adam steps of "
         f"{d['batch_size']} per round, {cfg['steps']} env steps per seed; seeds ran {ours['parallel']} at a time, "
         f"one thread each (besides them: {ours.get('note', 'nothing')}). "
@@ -144,9 +144,6 @@ def write_policy_readme(run, spec, data):
     f, c = run["final"], run["curve"]
     ours = data[ENV_ID]
     t = ours["teacher"]
-    d = cfg["dagger"]
-    aid = (f"one training aid: the teacher's executed actions perturbed by Gaussian noise of σ = {d['noise']:g},\n"
-           "its clean actions recorded (DART)" if d["noise"] > 0 else "no training aid")
     text = f"""# {ENV_ID}: a learned Allegro policy that turns the cube about the palm normal
 
 An MLP (two hidden layers of {cfg['sb3']['policy_kwargs']['net_arch'][0]}, SB3 SAC actor; its deterministic action)
@@ -166,7 +163,7 @@ loop (`cenic_gym/train/dagger.py`; the teacher plays every episode) of the feedb
 relay, clockwise or, for goals up to 100° the other way, counter-clockwise; the thumb stands as a wall; it stops at
 each goal's yaw; a tilted cube it lets fall flat, fingers stretched and thumb open), {cfg['steps']} env steps of
 the task's own starts and goals, 400-step episodes and accuracy ε = 1e-3;
-{aid}.
+{training_aid(cfg['dagger'])}.
 {c[-1]['wall_s'] / 60:.1f} min of training wall time in one process on a 2-core machine that ran
 {ours['parallel']} seeds at a time. This is seed {run['seed']}, the best of the {len(ours['runs'])} seeds of
 `python benchmarks/learning_allegro.py`. {verdict(ours['runs'])} The teacher alone reaches success

@@ -147,15 +147,18 @@ def test_agreeing_lagged_bounds_keep_the_lagged_solve(disagreeing_states):
 
 def test_scripted_rotation_rarely_fails_a_solve():
     """Failed solves (every one a rejected step) per env step on the scripted quarter turn at ε = 1e-3: 0.57 with
-    the Anderson(1) bound iteration (benchmarks/solver_convergence.py, 200 env steps), 0.05 with Newton."""
-    env = gym.make("CenicAllegro-v0", accuracy=1e-3)
-    obs, _ = env.reset(seed=0)
-    policy = ScriptedRotator(env)
-    policy.reset()
-    steps = 100
-    for _ in range(steps):
-        obs, *_ = env.step(policy(obs))
-    st = env.unwrapped.sim.integrator.stats
-    env.close()
-    assert st.friction_solves > 0  # the scene exercises the bound iteration
-    assert st.solver_failures <= 0.15 * steps, st
+    the Anderson(1) bound iteration (benchmarks/solver_convergence.py, 200 env steps), 0.06–0.18 with Newton in
+    100-step episodes of seeds 0–7 (0.17 over seeds 0–3; chaotic, so averaged over seeds)."""
+    failures, steps = 0, 100
+    for seed in range(4):
+        env = gym.make("CenicAllegro-v0", accuracy=1e-3)
+        obs, _ = env.reset(seed=seed)
+        policy = ScriptedRotator(env)
+        policy.reset()
+        for _ in range(steps):
+            obs, *_ = env.step(policy(obs))
+        st = env.unwrapped.sim.integrator.stats
+        env.close()
+        assert st.friction_solves > 0  # the scene exercises the bound iteration
+        failures += st.solver_failures
+    assert failures <= 0.25 * 4 * steps, failures

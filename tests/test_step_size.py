@@ -133,3 +133,36 @@ def test_convergence_with_the_predictor_matches_the_plain_controller(rod):
     for e in errs.values():
         assert all(a / b > 2.5 for a, b in zip(e, e[1:])), e
     assert all(p <= 1.5 * q for p, q in zip(errs[True], errs[False])), errs
+
+
+def test_an_attempt_stretches_to_t_end_instead_of_leaving_a_sliver(rod):
+    """attempt_step_size takes the remaining time to t_end when it is at most K_STRETCH = 1.01 times the nominal
+    step (Drake's and DOPRI5's stretch), so error-controlled steps never leave a sliver of a few nanoseconds: in
+    such a step a near-rigid constraint (here the hinge 30 µrad past its upper limit) removes its violation at
+    violation/δt (the explicit 2 ns step below), which threw CenicAllegro-v0's cube off the hand at 34 m/s."""
+    from cenic_gym.cenic import K_STRETCH, attempt_step_size
+
+    assert attempt_step_size(0.0125, 0.0125, False, 0.0125 + 2.2e-9) == (0.0125, 0.0125 + 2.2e-9, False)
+    assert attempt_step_size(0.0125, 0.0125, False, 0.0125 * K_STRETCH * 1.001) == (0.0125, 0.0125, False)
+    assert attempt_step_size(0.0125, 0.0125, False, 0.004) == (0.0125, 0.004, True)
+    assert attempt_step_size(0.02, 0.01, True, 0.0101) == (0.01, 0.0101, False)  # the predicted step stretches
+
+    def past_limit():
+        sim = Simulator(rod, accuracy=EPS)
+        sim.set_state(q=[100.0 + 3e-5], v=[0.0])
+        return sim
+
+    sim = past_limit()
+    sim.integrator.dt = 0.0125
+    stats = sim.advance_to(0.0125 + 2e-9)
+    assert stats.accepted == 1 and stats.min_dt == 0.0125 + 2e-9
+    assert abs(sim.v[0]) < 0.1, sim.v  # the violation goes over 12.5 ms
+
+    sim = past_limit()
+    sim.integrator.dt = 0.0125
+    stats = sim.advance_to(0.0125 * 1.05)  # beyond the stretch: a full step, then the 5 % left
+    assert stats.accepted == 2 and stats.min_dt == pytest.approx(0.0125 * 0.05)
+
+    sim = past_limit()
+    sim.advance_to(2e-9)  # a sliver the caller asked for: the limit is enforced within it
+    assert abs(sim.v[0]) > 100.0, sim.v

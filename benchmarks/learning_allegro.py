@@ -112,7 +112,8 @@ def section(data, plot_only=False):
         f"{cfg['sb3']['policy_kwargs']['net_arch']}) acts from the task's 55 observations (no privileged state); "
         f"the task's starts, 400-step episodes, 0.1 rad success test and ε = 1e-3; {d['episodes_per_round']} episodes "
         f"per round, " + ("all played by the teacher (β = 1)" if d["beta0"] == d["beta_decay"] == 1.0 else
-                          f"β = {d['beta0']:g}·{d['beta_decay']:g}^round") + f"; {training_aid(d)}; the network refitted to "
+                          f"β = {d['beta0']:g}·{d['beta_decay']:g}^round")
+        + f"; {training_aid(d)}; the network refitted to "
         f"all the rounds' data by {d['gradient_steps']} Adam steps of "
         f"{d['batch_size']} per round, {cfg['steps']} env steps per seed; seeds ran {ours['parallel']} at a time, "
         f"one thread each (besides them: {ours.get('note', 'nothing')}). "

@@ -221,8 +221,8 @@ OBSERVATION_TABLE
     falls onto the palm in the first step. Goal: uniform over SO(3) (``goal="so3"``), or (``goal="z"``) the cube's
     orientation laid flat (:func:`level_quaternion`: the start orientation for the first goal, the one that reached
     the last goal for the next) turned about the palm normal by U(−π, π); ``reset(options={"goal": (x, y, z, w)})``
-    fixes the first goal. With ``domain_randomization``: cube edge U(0.06, 0.07) m, mass U(0.07, 0.13) kg, friction μ U(0.7, 1.2), K_p and K_d
-    × U(0.9, 1.1) each, per episode (setters: nothing is rebuilt).
+    fixes the first goal. With ``domain_randomization``: cube edge U(0.06, 0.07) m, mass U(0.07, 0.13) kg, friction
+    μ U(0.7, 1.2), K_p and K_d × U(0.9, 1.1) each, per episode (setters: nothing is rebuilt).
 
     ## Episode end
 
@@ -477,18 +477,15 @@ def cube_tilt(R):
 
 def level_quaternion(q):
     """The orientation (x, y, z, w) of a cube of orientation ``q`` laid flat on the face it leans towards: ``q``
-    turned by the smallest rotation that takes its most vertical axis onto world ±z (the tilt of :func:`cube_tilt`
+    turned by the smallest rotation that takes its most vertical axis onto world +z (the tilt of :func:`cube_tilt`
     removed, the yaw about the palm normal kept). A flat cube's ``q`` comes back unchanged, bit for bit."""
     q = np.asarray(q, dtype=float)
     R = quat_xyzw_to_matrix(q)
     up = int(np.argmax(np.abs(R[2])))
     axis = R[:, up] * math.copysign(1.0, R[2, up])
-    turn = np.array([axis[1], -axis[0], 0.0])  # axis × z: sin(tilt) times the rotation axis
-    s = float(np.linalg.norm(turn))
-    if s == 0.0:
+    if axis[0] == 0.0 and axis[1] == 0.0:
         return q.copy()
-    half = 0.5 * math.atan2(s, axis[2])
-    out = quat_multiply(np.concatenate([math.sin(half) / s * turn, [math.cos(half)]]), q)
+    out = quat_multiply(pin.Quaternion.FromTwoVectors(axis, np.array([0.0, 0.0, 1.0])).coeffs(), q)
     return out / np.linalg.norm(out)
 
 
@@ -983,9 +980,9 @@ class GoalRotator(ScriptedRotator):
     the guard without flattening 0.68 / 0.94 / 8, its waits ending only when
     the cube settles, and some never do: a cube wedged between the thumb and a raised finger link; without the
     guard 0.71 / 1.14 / 21; own targets: 0.69 / 0.99; clockwise only, own targets: 0.57 / 0.77); the learning
-    benchmark's held-out seeds 10000–10049: 0.70 / 1.32 (before: 0.66 / 1.14; the guard without flattening 0.68 / 0.96
-    / 6, without the guard 0.52 / 0.76 / 12). The drops the guard prevents are cubes lifted on one edge by a push and thrown off
-    the heel as they fall back.
+    benchmark's held-out seeds 10000–10049: 0.70 / 1.32 (before: 0.66 / 1.14; the guard without flattening
+    0.68 / 0.96 / 6, without the guard 0.52 / 0.76 / 12). The drops the guard prevents are cubes lifted on one edge
+    by a push and thrown off the heel as they fall back.
 
     Without an argument it reads the env's noiseless observation: it is the DAgger teacher of the Allegro recipe
     (``cenic_gym.train.configs``), called after each step on the training env.

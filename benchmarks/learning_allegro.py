@@ -14,7 +14,7 @@ at its end. Beside it on the same episodes: the recipe's teacher (``GoalRotator`
 env's default ``goal="so3"`` (goals uniform over all orientations, which a policy trained to turn about the palm
 normal is not expected to reach). The best seed ships to ``training/policies/CenicAllegro-v0/`` with its accuracy
 sweep (``cenic_gym.sim2real.accuracy``: ε = 1e-1 … 1e-5 and fixed steps of 50, 10 and 2 ms). Writes
-``benchmarks/learning_allegro.{json,png}`` and the RESULTS.md section ``allegro-learning``. About 85 min on 2
+``benchmarks/learning_allegro.{json,png}`` and the RESULTS.md section ``allegro-learning``. About 95 min on 2
 cores; ``--plot-only`` rebuilds the plots and the section from the JSON. Wall times are reported, so run it on an
 otherwise idle machine (or say what else ran with ``--note``).
 """
@@ -86,6 +86,13 @@ def training_aid(d):
             f"{d['noise']:g}, its clean actions recorded" if d["noise"] > 0 else "no training aid")
 
 
+def final_fit(d):
+    """The recipe's last fit in words: the polish (the rate annealed along a cosine), or nothing."""
+    p = d.get("polish")
+    return (f", and after the last round {p['gradient_steps']} more of {p['batch_size']} with the rate annealed from "
+            f"{d['learning_rate']:g} to {p['lr_end']:g} along a cosine" if p else "")
+
+
 def verdict(runs):
     """The target sentence, from the numbers."""
     med = median_success(runs)
@@ -107,7 +114,8 @@ def section(data, plot_only=False):
         f"the goal task `{cfg['env_kwargs']}` (each goal a uniform yaw about the palm normal; a new one drawn on "
         "success), behaviour cloning through the DAgger loop of the feedback teacher `GoalRotator` (the finger relay "
         "of `ScriptedRotator`, clockwise or, for goals up to 100° the other way, mirrored; stopped at each goal's "
-        "yaw; while the cube is tilted by more than 10° no push, the fingers flat and the thumb open); the network "
+        "yaw; while the cube is tilted by more than 10° no push, the fingers flat and the thumb open; behind "
+        "x = −0.075 m no push towards the heel); the network "
         "(SB3 SAC actor, "
         f"{cfg['sb3']['policy_kwargs']['net_arch']}) acts from the task's 55 observations (no privileged state); "
         f"the task's starts, 400-step episodes, 0.1 rad success test and ε = 1e-3; {d['episodes_per_round']} episodes "
@@ -115,7 +123,7 @@ def section(data, plot_only=False):
                           f"β = {d['beta0']:g}·{d['beta_decay']:g}^round")
         + f"; {training_aid(d)}; the network refitted to "
         f"all the rounds' data by {d['gradient_steps']} Adam steps of "
-        f"{d['batch_size']} per round, {cfg['steps']} env steps per seed; seeds ran {ours['parallel']} at a time, "
+        f"{d['batch_size']} per round{final_fit(d)}, {cfg['steps']} env steps per seed; seeds ran {ours['parallel']} at a time, "
         f"one thread each (besides them: {ours.get('note', 'nothing')}). "
         f"Final: {ours['runs'][0]['final']['episodes']} held-out episodes (seeds {FINAL_SEED}…; `cenic-gym eval "
         f"runs/learning_allegro/seedS/model.zip --episodes 50 --seed {FINAL_SEED}`); success = at least one goal "
@@ -138,6 +146,14 @@ def section(data, plot_only=False):
                                        f"{1e3 * r['penetration']:.2f} mm" for k, r in sweep["rows"].items())
               + "." + flagged]
     return "\n".join(lines)
+
+
+def video_note(ours, final):
+    """Why the video's episode, when it is not the first held-out one."""
+    if ours["video_seed"] == FINAL_SEED:
+        return ""
+    return (f" (seed {ours['video_seed']}, chosen as an episode that reaches goals; the network reaches a goal in "
+            f"{final['success_rate']:.0%} of the held-out episodes, not all)")
 
 
 def write_policy_readme(run, spec, data):
@@ -163,7 +179,8 @@ loop (`cenic_gym/train/dagger.py`; the teacher plays every episode) of the feedb
 `cenic_gym.envs.allegro_cube.GoalRotator` (index, middle and ring fingers push the cube's vertical edges like a
 relay, clockwise or, for goals up to 100° the other way, counter-clockwise; the thumb stands as a wall; it stops at
 each goal's yaw; a tilted cube it lets fall flat, fingers stretched and thumb open), {cfg['steps']} env steps of
-the task's own starts and goals, 400-step episodes and accuracy ε = 1e-3;
+the task's own starts and goals, 400-step episodes and accuracy ε = 1e-3, the network refitted to all the data
+after each round of {cfg['dagger']['episodes_per_round']} episodes{final_fit(cfg['dagger'])};
 {training_aid(cfg['dagger'])}.
 {c[-1]['wall_s'] / 60:.1f} min of training wall time in one process on a 2-core machine that ran
 {ours['parallel']} seeds at a time. This is seed {run['seed']}, the best of the {len(ours['runs'])} seeds of
@@ -185,7 +202,7 @@ only learned to turn about the palm normal. Its accuracy sweep (ε and fixed ste
 
     cenic-gym demo {ENV_ID} --policy training/policies/{ENV_ID} --duration 20 --seed {ours['video_seed']} --video allegro_policy.mp4
 
-plays one episode into a video: [allegro_policy.mp4](allegro_policy.mp4).
+plays one held-out episode into a video: [allegro_policy.mp4](allegro_policy.mp4){video_note(ours, f)}.
 
 ## Files
 

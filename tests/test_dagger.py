@@ -129,6 +129,38 @@ def test_dart_noise_moves_the_executed_actions_not_the_labels_and_resumes_bit_fo
         np.testing.assert_array_equal(a, b)
 
 
+def test_polish_anneals_only_the_last_fit_and_resumes_bit_for_bit(tmp_path):
+    """``polish`` (the Allegro recipe's): after the last round's fit, a further fit with the rate annealed. Earlier
+    rounds are untouched (the first checkpoint is the unpolished run's, bit for bit), the data set is the same, the
+    final network fits it better, the optimizer's rate is back at ``learning_rate`` and a resumed run ends equal."""
+    teacher_only = dict(SMALL, checkpoint_every=60, dagger=dict(SMALL["dagger"], beta_decay=1.0))
+    polished = dict(teacher_only, dagger=dict(teacher_only["dagger"],
+                                              polish=dict(gradient_steps=300, batch_size=64, lr_end=1e-5)))
+    plain = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "plain", overrides=teacher_only,
+                  progress=False)
+    full = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "polished", overrides=polished, progress=False)
+    first = "checkpoints/model_60_steps.zip"
+    for a, b in zip(_actor_params(tmp_path / "plain" / first), _actor_params(tmp_path / "polished" / first)):
+        np.testing.assert_array_equal(a, b)
+    data = np.load(full.with_name("dagger_model.npz"))
+    np.testing.assert_array_equal(data["act"], np.load(plain.with_name("dagger_model.npz"))["act"])
+
+    from cenic_gym.sim2real.policy import load_sb3
+
+    def fit_error(path):
+        model, norm = load_sb3(path)
+        return np.mean((model.predict(norm.normalize_obs(data["obs"]), deterministic=True)[0] - data["act"]) ** 2)
+
+    assert fit_error(full) < 0.7 * fit_error(plain)
+    model, _ = load_sb3(full)
+    assert [g["lr"] for g in model.actor.optimizer.param_groups] == [get_config("CenicFranka-v0", "dagger")["dagger"]
+                                                                     ["learning_rate"]]
+    resumed = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "resumed", overrides=polished,
+                    progress=False, resume=str(tmp_path / "polished" / first))
+    for a, b in zip(_actor_params(full), _actor_params(resumed)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_dagger_config_is_the_plain_task_and_the_default_algo():
     cfg = get_config("CenicFranka-v0", "dagger")
     # trained on the task it is evaluated on; the one training aid is observation noise on the training env
@@ -150,6 +182,7 @@ def test_dagger_config_is_the_plain_task_and_the_default_algo():
     assert cfg["env_kwargs"] == {"goal": "z"} and cfg["train_env_kwargs"] == {}
     assert cfg["dagger"]["teacher"] == "cenic_gym.envs.allegro_cube:GoalRotator"
     assert cfg["dagger"]["beta0"] == 1.0 and cfg["dagger"]["beta_decay"] == 1.0
+    assert cfg["dagger"]["polish"]["lr_end"] < cfg["dagger"]["learning_rate"]
     assert default_algo("CenicAllegro-v0") == "dagger"
     with pytest.raises(ValueError, match="one env in this process"):
         train("CenicFranka-v0", "dagger", steps=10, workers=1, out="/nonexistent/x", progress=False)

@@ -7,6 +7,9 @@ probability β (β = ``beta0`` · ``beta_decay`` ** round) and the network's oth
 and fits the network to the whole set by regression (``gradient_steps`` Adam steps of ``batch_size`` samples, mean
 squared error of the deterministic action). Round 0 (β = 1) is plain behaviour cloning of the teacher's own
 episodes; later rounds visit the states the network's own mistakes lead to, which is what plain cloning never sees.
+With ``polish`` (dict of ``gradient_steps``, ``batch_size``, ``lr_end``) the last round ends with a further fit to
+the whole set whose learning rate falls from ``learning_rate`` to ``lr_end`` along a cosine: at a constant rate the
+weights the run stops at are one noisy iterate, not the fit's minimum.
 
 The network is an SB3 ``SAC`` actor (squashed Gaussian, [256, 256] by default; its mean is the action), so the saved
 ``model.zip`` is an ordinary SB3 model: ``cenic-gym eval``, ``cenic_gym.sim2real`` (export, reports) and a later
@@ -130,17 +133,26 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
         with torch.no_grad():
             return actor(o, deterministic=True)[0].numpy()
 
-    def fit(rng):
+    def fit(rng, gradient_steps, batch_size, lr_end=None):
+        """``gradient_steps`` Adam steps on the aggregated set; with ``lr_end`` the rate falls from
+        ``learning_rate`` to ``lr_end`` along a cosine (the polish), and is restored afterwards."""
         obs = torch.as_tensor(norm.normalize_obs(state.obs), dtype=torch.float32)
         target = torch.as_tensor(state.act, dtype=torch.float32)
         losses = []
-        for _ in range(d["gradient_steps"]):
-            idx = torch.as_tensor(rng.integers(0, len(obs), d["batch_size"]))
+        for k in range(gradient_steps):
+            if lr_end is not None:
+                lr = lr_end + 0.5 * (d["learning_rate"] - lr_end) * (1.0 + np.cos(np.pi * k / gradient_steps))
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+            idx = torch.as_tensor(rng.integers(0, len(obs), batch_size))
             loss = F.mse_loss(actor(obs[idx], deterministic=True), target[idx])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
+        if lr_end is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = d["learning_rate"]
         return float(np.mean(losses))
 
     def evaluate_now():
@@ -203,7 +215,11 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
             norm.obs_rms.mean = state.obs.mean(axis=0).astype(np.float64)
             norm.obs_rms.var = state.obs.var(axis=0).astype(np.float64)
             norm.obs_rms.count = float(len(state.obs))
-            loss = fit(rng)
+            loss = fit(rng, d["gradient_steps"], d["batch_size"])
+            polish = d.get("polish")
+            if polish and state.steps >= spec.steps:  # the last round: the final fit, its rate annealed
+                loss = fit(rng, polish["gradient_steps"], polish["batch_size"], polish["lr_end"])
+                logger.record("dagger/polish_loss", loss)
             state.round += 1
             logger.record("dagger/beta", beta)
             logger.record("dagger/loss", loss)

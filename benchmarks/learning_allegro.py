@@ -123,7 +123,8 @@ def section(data, plot_only=False):
                           f"β = {d['beta0']:g}·{d['beta_decay']:g}^round")
         + f"; {training_aid(d)}; the network refitted to "
         f"all the rounds' data by {d['gradient_steps']} Adam steps of "
-        f"{d['batch_size']} per round{final_fit(d)}, {cfg['steps']} env steps per seed; seeds ran {ours['parallel']} at a time, "
+        f"{d['batch_size']} per round{final_fit(d)}, {cfg['steps']} env steps per seed; "
+        f"seeds ran {ours['parallel']} at a time, "
         f"one thread each (besides them: {ours.get('note', 'nothing')}). "
         f"Final: {ours['runs'][0]['final']['episodes']} held-out episodes (seeds {FINAL_SEED}…; `cenic-gym eval "
         f"runs/learning_allegro/seedS/model.zip --episodes 50 --seed {FINAL_SEED}`); success = at least one goal "

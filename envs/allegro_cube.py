@@ -982,8 +982,8 @@ class GoalRotator(ScriptedRotator):
     ``cenic.attempt_step_size``: 0.80 / 1.35 / 8, and, all at that time, the tilt guard without flattening
     0.68 / 0.94 / 8, its waits ending only when the cube settles, and some never do: a cube wedged between the
     thumb and a raised finger link; without the tilt guard 0.71 / 1.14 / 21; own targets: 0.69 / 0.99; clockwise
-    only, own targets: 0.57 / 0.77); the learning benchmark's held-out seeds 10000–10049: 0.76 / 1.50 (the relay's heel
-    guard: 0.70 / 1.32; before: 0.66 / 1.14; the tilt guard without flattening 0.68 / 0.96 / 6, without it
+    only, own targets: 0.57 / 0.77); the learning benchmark's held-out seeds 10000–10049: 0.76 / 1.50 (the relay's
+    heel guard: 0.70 / 1.32; before: 0.66 / 1.14; the tilt guard without flattening 0.68 / 0.96 / 6, without it
     0.52 / 0.76 / 12). The drops the tilt guard prevents are cubes lifted on one edge by a push and thrown off the
     heel as they fall back.
 

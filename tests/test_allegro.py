@@ -15,7 +15,7 @@ import pytest
 import cenic_gym  # noqa: F401  (registers the envs)
 from cenic_gym.envs import allegro_constants as ac
 from cenic_gym.envs.allegro_cube import (NOMINAL, PALM_FACE_Z, AllegroCubeEnv, cube_tilt, cube_yaw, level_quaternion,
-                                         quat_multiply, yaw_quaternion)
+                                         quat_conjugate, quat_multiply, yaw_quaternion)
 from cenic_gym.model import quat_xyzw_to_matrix
 
 G = 9.81
@@ -173,7 +173,7 @@ def test_z_goals_lie_flat_whatever_the_tilt_of_the_cube_that_reached_the_last():
         lq = level_quaternion(q)
         R, L = quat_xyzw_to_matrix(q), quat_xyzw_to_matrix(lq)
         assert cube_tilt(L) < 1e-7 and cube_yaw(L) == pytest.approx(cube_yaw(R), abs=0.5 * cube_tilt(R) ** 2)
-        turn = quat_multiply(lq, np.array([-q[0], -q[1], -q[2], q[3]]))
+        turn = quat_multiply(lq, quat_conjugate(q))
         assert 2 * math.asin(min(1.0, np.linalg.norm(turn[:3]))) == pytest.approx(cube_tilt(R), abs=1e-9)
     env = make(**STILL, goal="z")
     env.reset(seed=0)
@@ -355,7 +355,7 @@ def test_scripted_rotator_reach_gating_follows_the_cube():
     """Reach gating (``reach_tol``): at the start position the middle fingertip reaches the cube's front edge;
     with the cube 6 cm further back (behind every fingertip's reach, x ≈ −0.105 m) it does not; bad tolerances
     raise, naming the argument."""
-    from cenic_gym.envs.allegro_cube import NOMINAL, ScriptedRotator
+    from cenic_gym.envs.allegro_cube import ScriptedRotator
     env = gym.make("CenicAllegro-v0")
     env.reset(seed=0)  # the episode's cube size
     policy = ScriptedRotator(env, reach_tol=0.008)
@@ -405,8 +405,7 @@ def test_tilt_guard_stops_the_pushes_on_a_tilted_cube():
     by default (``flatten_tilted``) every relay finger is free with its joint targets flat (0) and the thumb open
     (NOMINAL), so nothing props the cube up; without flattening every pushing finger retreats; the same observation
     without the guard keeps the pushes; on a flat cube all three act as the plain relay."""
-    from cenic_gym.envs.allegro_cube import NOMINAL, OBS, GoalRotator, cube_tilt, quat_conjugate, quat_multiply
-    from cenic_gym.model import quat_xyzw_to_matrix
+    from cenic_gym.envs.allegro_cube import OBS, GoalRotator
     env = gym.make("CenicAllegro-v0", goal="z")
     flat, guarded, plain = GoalRotator(env), GoalRotator(env, flatten_tilted=False), GoalRotator(env, tilt_guard=None)
     obs, _ = env.reset(seed=6)

@@ -117,7 +117,8 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
             slv.constraint_velocities(p, contacts.Jc, contacts.cols, contacts.ncols, nc, uc)
             acc += vc[0, 0] if nc else 0.0
         elif which == 7:
-            a, _ = slv.exact_line_search(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, qc, blocks)
+            a, _ = slv.exact_line_search(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, qc, blocks,
+                                         Ap)
             acc += a
         else:
             f, _, _ = slv._line_eval(0.5, v0, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)

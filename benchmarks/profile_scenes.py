@@ -412,14 +412,15 @@ def _compiled_loops():
         uc = np.empty((nc, 3))
         nv = v0.shape[0]
         grad = np.empty(nv)
-        quad = slv.quadratic_cost(v0, A, r, blocks, grad)
+        Ap = np.empty(nv)  # the line search's workspace
+        quad = slv.quadratic_cost(v0, A, r, blocks, grad, Ap)
         l0 = slv.pool_costs(v0, A, dt, vs, contacts, limits, gains, couplers, quad, grad, np.empty((nv, nv)), False)
         it = 0
         s = 0.0
         for _ in range(reps):
             cvel(v0, Jc, cols, ncols, nc, vc)
             cvel(p, Jc, cols, ncols, nc, uc)
-            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, quad, blocks)
+            a, k = ls(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, quad, blocks, Ap)
             s += a
             it = k
         return s, it

@@ -48,13 +48,13 @@ _DELTA = 10.0  # Δ of the static/dynamic friction blend (CENIC eq. 8)
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _reg_f(s):
     """ICF eq. 9: f(s) = s / sqrt(1 + s^2)."""
     return s / math.sqrt(1.0 + s * s)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def stribeck_mu(speed, vs, mu_s, mu_d):
     """Lagged friction coefficient μ(‖v_t‖/v_s) (CENIC eq. 7–8): μ_s at rest, μ_d above ~10 v_s."""
     s = speed / vs
@@ -67,7 +67,7 @@ def stribeck_mu(speed, vs, mu_s, mu_d):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def contact_step_params(dt, phi0, k, d, mu, fn0, w, vs):
     """Quantities of one contact that depend on δt: (γ_n0 [N s], ε [m/s], v̂ [m/s], 1/d)."""
     gn0 = dt * fn0
@@ -77,13 +77,13 @@ def contact_step_params(dt, phi0, k, d, mu, fn0, w, vs):
     return gn0, eps, vhat, inv_d
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _n_plus(v, dt, phi0, k, d):
     """N⁺(v) = ∫ n, the antiderivative of the normal impulse (ICF §VI)."""
     return dt * k * (-v * (phi0 + 0.5 * dt * v) + 0.5 * d * v * v * (phi0 + 2.0 / 3.0 * dt * v))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def normal_cost(vn, dt, phi0, k, d, vhat):
     """ℓ_n(v_n) = −N⁺(min(v_n, v̂)) and its first and second derivative (Hunt–Crossley, fully implicit)."""
     if vn < vhat:
@@ -96,10 +96,11 @@ def normal_cost(vn, dt, phi0, k, d, vhat):
     return -_n_plus(vhat, dt, phi0, k, d), 0.0, 0.0
 
 
-@njit(cache=True, inline="always")
-def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, grad, hess, want_hess):
-    """Cost of one contact at relative velocity vc (3,), world frame. Writes ∇ℓ (3,) into ``grad`` and, if
-    ``want_hess``, the 3x3 Hessian into ``hess``. Returns ℓ."""
+@njit(cache=True, error_model="numpy", inline="always")
+def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, want_hess):
+    """Cost of one contact at relative velocity vc (3 numbers), world frame, with normal nh (3 numbers).
+    Returns (ℓ, ∇ℓ, ∇²ℓ): the gradient as 3 numbers, the 3x3 Hessian as 9 (row-major; zeros unless
+    ``want_hess``). Scalars only: no array is allocated or referenced."""
     gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
     vn = vc[0] * nh[0] + vc[1] * nh[1] + vc[2] * nh[2]
     vt0 = vc[0] - vn * nh[0]
@@ -110,20 +111,21 @@ def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, grad, hess, want_hess):
     mg = mu * gn0
     cost = mg * (s_eps - eps) + ln
     c = mg / s_eps
-    grad[0] = c * vt0 + dln * nh[0]
-    grad[1] = c * vt1 + dln * nh[1]
-    grad[2] = c * vt2 + dln * nh[2]
+    grad = (c * vt0 + dln * nh[0], c * vt1 + dln * nh[1], c * vt2 + dln * nh[2])
+    hess = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if want_hess:
         t0, t1, t2 = vt0 / s_eps, vt1 / s_eps, vt2 / s_eps
-        t = (t0, t1, t2)
-        for a in range(3):
-            for b in range(3):
-                delta = 1.0 if a == b else 0.0
-                hess[a, b] = c * (delta - nh[a] * nh[b] - t[a] * t[b]) + d2ln * nh[a] * nh[b]
-    return cost
+        n0, n1, n2 = nh[0], nh[1], nh[2]
+        hess = (c * (1.0 - n0 * n0 - t0 * t0) + d2ln * n0 * n0, c * (0.0 - n0 * n1 - t0 * t1) + d2ln * n0 * n1,
+                c * (0.0 - n0 * n2 - t0 * t2) + d2ln * n0 * n2,
+                c * (0.0 - n1 * n0 - t1 * t0) + d2ln * n1 * n0, c * (1.0 - n1 * n1 - t1 * t1) + d2ln * n1 * n1,
+                c * (0.0 - n1 * n2 - t1 * t2) + d2ln * n1 * n2,
+                c * (0.0 - n2 * n0 - t2 * t0) + d2ln * n2 * n0, c * (0.0 - n2 * n1 - t2 * t1) + d2ln * n2 * n1,
+                c * (1.0 - n2 * n2 - t2 * t2) + d2ln * n2 * n2)
+    return cost, grad, hess
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def contact_line_derivs(vc, u, nh, dt, phi0, k, d, mu, fn0, w, vs):
     """ℓ, dℓ/dα and d²ℓ/dα² of one contact along v_c + α u, evaluated at α = 0 (linear-time line search)."""
     gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
@@ -142,16 +144,15 @@ def contact_line_derivs(vc, u, nh, dt, phi0, k, d, mu, fn0, w, vs):
     return cost, d1, d2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def contact_impulse(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out):
     """γ = −∇ℓ_c (3,), the impulse on body B [N s], world frame."""
-    hess = np.empty((3, 3))
-    contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out, hess, False)
+    _, grad, _ = contact_cost((vc[0], vc[1], vc[2]), (nh[0], nh[1], nh[2]), dt, phi0, k, d, mu, fn0, w, vs, False)
     for a in range(3):
-        out[a] = -out[a]
+        out[a] = -grad[a]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def friction_bound_sensitivity(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out):
     """How one contact's cost gradient moves with its friction bound b = δt f_n0 [N s] (the constant of ℓ_t = μ b ‖v_t‖_s,
     :func:`cenic_gym.solver.solve_coulomb`), at relative velocity vc (3,), world frame.
@@ -178,46 +179,46 @@ compact relative-velocity Jacobians over the columns ``cols[i, :ncols[i]]``; nor
 phi0 φ0 [m]; k [N/m]; d [s/m]; mu the lagged μ; fn0 f_n0 [N] (or the step's own normal force, issue 10); w [1/kg]."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
-    """cost + Σ_i ℓ_c,i(J_i v); adds Σ J_iᵀ ∇ℓ_c,i to grad and (if want_hess) Σ J_iᵀ ∇²ℓ_c,i J_i to H."""
+    """cost + Σ_i ℓ_c,i(J_i v); adds Σ J_iᵀ ∇ℓ_c,i to grad and (if want_hess) Σ J_iᵀ ∇²ℓ_c,i J_i to H.
+    Allocates nothing (each entry of H gets one sum per contact, as from a J_iᵀ (∇²ℓ_c,i J_i) product)."""
     Jc, cols, ncols, normal = pool.Jc, pool.cols, pool.ncols, pool.normal
-    vc = np.zeros(3)
-    gi = np.zeros(3)
-    Hi = np.zeros((3, 3))
-    HJ = np.zeros((3, cols.shape[1]))
+    phi0, k, d, mu, fn0, w = pool.phi0, pool.k, pool.d, pool.mu, pool.fn0, pool.w
     for i in range(pool.n):
         m = ncols[i]
-        vc[:] = 0.0
+        vc0, vc1, vc2 = 0.0, 0.0, 0.0
         for j in range(m):
             vj = v[cols[i, j]]
-            for a in range(3):
-                vc[a] += Jc[i, a, j] * vj
-        cost += contact_cost(vc, normal[i], dt, pool.phi0[i], pool.k[i], pool.d[i], pool.mu[i], pool.fn0[i],
-                             pool.w[i], vs, gi, Hi, want_hess)
+            vc0 += Jc[i, 0, j] * vj
+            vc1 += Jc[i, 1, j] * vj
+            vc2 += Jc[i, 2, j] * vj
+        c, gi, Hi = contact_cost((vc0, vc1, vc2), (normal[i, 0], normal[i, 1], normal[i, 2]), dt, phi0[i], k[i],
+                                 d[i], mu[i], fn0[i], w[i], vs, want_hess)
+        cost += c
         for j in range(m):
             grad[cols[i, j]] += Jc[i, 0, j] * gi[0] + Jc[i, 1, j] * gi[1] + Jc[i, 2, j] * gi[2]
         if want_hess:
-            for a in range(3):
-                for j in range(m):
-                    HJ[a, j] = Hi[a, 0] * Jc[i, 0, j] + Hi[a, 1] * Jc[i, 1, j] + Hi[a, 2] * Jc[i, 2, j]
-            for j1 in range(m):
-                c1 = cols[i, j1]
-                for j2 in range(m):
-                    H[c1, cols[i, j2]] += Jc[i, 0, j1] * HJ[0, j2] + Jc[i, 1, j1] * HJ[1, j2] + Jc[i, 2, j1] * HJ[2, j2]
+            for j2 in range(m):  # column j2 of ∇²ℓ_c,i J_i, then its products with every column j1 of J_i
+                c2 = cols[i, j2]
+                h0 = Hi[0] * Jc[i, 0, j2] + Hi[1] * Jc[i, 1, j2] + Hi[2] * Jc[i, 2, j2]
+                h1 = Hi[3] * Jc[i, 0, j2] + Hi[4] * Jc[i, 1, j2] + Hi[5] * Jc[i, 2, j2]
+                h2 = Hi[6] * Jc[i, 0, j2] + Hi[7] * Jc[i, 1, j2] + Hi[8] * Jc[i, 2, j2]
+                for j1 in range(m):
+                    H[cols[i, j1], c2] += Jc[i, 0, j1] * h0 + Jc[i, 1, j1] * h1 + Jc[i, 2, j1] * h2
     return cost
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def contact_pool_line(pool, vc, uc, alpha, dt, vs, f, d1, d2):
     """(f, d1, d2) + Σ_i (ℓ_c,i, dℓ_c,i/dα, d²ℓ_c,i/dα²) at v + α p, from the contact velocities vc = J v and
     uc = J p (n, 3) of the line's start and direction."""
-    normal = pool.normal
+    normal, phi0, k, d, mu, fn0, w = pool.normal, pool.phi0, pool.k, pool.d, pool.mu, pool.fn0, pool.w
     for i in range(pool.n):
         u = (uc[i, 0], uc[i, 1], uc[i, 2])
         x = (vc[i, 0] + alpha * u[0], vc[i, 1] + alpha * u[1], vc[i, 2] + alpha * u[2])
-        c, g, h = contact_line_derivs(x, u, (normal[i, 0], normal[i, 1], normal[i, 2]), dt, pool.phi0[i], pool.k[i],
-                                      pool.d[i], pool.mu[i], pool.fn0[i], pool.w[i], vs)
+        c, g, h = contact_line_derivs(x, u, (normal[i, 0], normal[i, 1], normal[i, 2]), dt, phi0[i], k[i], d[i],
+                                      mu[i], fn0[i], w[i], vs)
         f += c
         d1 += g
         d2 += h
@@ -229,7 +230,7 @@ def contact_pool_line(pool, vc, uc, alpha, dt, vs, f, d1, d2):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def limit_params(dt, m):
     """Near-rigid stiffness k = 4π² m / (β² δt²), dissipation time τ = β δt / π; returns (R⁻¹ = δt(δt+τ)k, δt+τ)."""
     k = 4.0 * math.pi * math.pi * m / (LIMIT_BETA * LIMIT_BETA * dt * dt)
@@ -237,7 +238,7 @@ def limit_params(dt, m):
     return dt * (dt + tau) * k, dt + tau
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def limit_cost(cdot, c, lo, hi, m, dt):
     """One-sided quadratic limit costs; returns (ℓ, dℓ/dċ, d²ℓ/dċ²)."""
     rinv, h = limit_params(dt, m)
@@ -264,12 +265,13 @@ LimitPool.__doc__ = """The joint-limit pool: per 1-DOF joint its velocity index 
 ``lower`` ≤ ``upper`` and effective mass m = 1/W_ii [kg or kg m²] (erratum E3)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def limit_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     """cost + Σ_i ℓ_lim,i(v_dof); adds the gradient and the (diagonal) Hessian."""
-    for i in range(pool.dof.shape[0]):
-        col = pool.dof[i]
-        c, g, h = limit_cost(v[col], pool.c[i], pool.lower[i], pool.upper[i], pool.m[i], dt)
+    dof, cn, lower, upper, m = pool.dof, pool.c, pool.lower, pool.upper, pool.m
+    for i in range(dof.shape[0]):
+        col = dof[i]
+        c, g, h = limit_cost(v[col], cn[i], lower[i], upper[i], m[i], dt)
         cost += c
         grad[col] += g
         if want_hess:
@@ -277,12 +279,13 @@ def limit_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     return cost
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def limit_pool_line(pool, v, p, alpha, dt, f, d1, d2):
     """(f, d1, d2) + the pool's value and derivatives along v + α p."""
-    for i in range(pool.dof.shape[0]):
-        col = pool.dof[i]
-        c, g, h = limit_cost(v[col] + alpha * p[col], pool.c[i], pool.lower[i], pool.upper[i], pool.m[i], dt)
+    dof, cn, lower, upper, m = pool.dof, pool.c, pool.lower, pool.upper, pool.m
+    for i in range(dof.shape[0]):
+        col = dof[i]
+        c, g, h = limit_cost(v[col] + alpha * p[col], cn[i], lower[i], upper[i], m[i], dt)
         f += c
         d1 += g * p[col]
         d2 += h * p[col] * p[col]
@@ -294,7 +297,7 @@ def limit_pool_line(pool, v, p, alpha, dt, f, d1, d2):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _huber(y, e):
     a = abs(y)
     if a <= e:
@@ -302,7 +305,7 @@ def _huber(y, e):
     return e * a - 0.5 * e * e
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def gain_cost(v, c, b, e, dt):
     """τ = clamp(b − c v, ±e) integrated implicitly: returns (ℓ, dℓ/dv, d²ℓ/dv²) with dℓ/dv = −δt τ.
 
@@ -323,12 +326,13 @@ GainPool.__doc__ = """The gain pool: per entry the velocity index ``dof`` and th
 (c ≥ 0 [N m s/rad or N s/m], b [N m or N], e > 0, may be inf), the linearizations of the external systems."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def gain_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     """cost + Σ_i ℓ_gain,i(v_dof); adds the gradient (−δt τ_i) and the (diagonal) Hessian."""
-    for i in range(pool.dof.shape[0]):
-        col = pool.dof[i]
-        c, g, h = gain_cost(v[col], pool.c[i], pool.b[i], pool.e[i], dt)
+    dof, cn, b, e = pool.dof, pool.c, pool.b, pool.e
+    for i in range(dof.shape[0]):
+        col = dof[i]
+        c, g, h = gain_cost(v[col], cn[i], b[i], e[i], dt)
         cost += c
         grad[col] += g
         if want_hess:
@@ -336,12 +340,13 @@ def gain_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     return cost
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def gain_pool_line(pool, v, p, alpha, dt, f, d1, d2):
     """(f, d1, d2) + the pool's value and derivatives along v + α p."""
-    for i in range(pool.dof.shape[0]):
-        col = pool.dof[i]
-        c, g, h = gain_cost(v[col] + alpha * p[col], pool.c[i], pool.b[i], pool.e[i], dt)
+    dof, cn, b, e = pool.dof, pool.c, pool.b, pool.e
+    for i in range(dof.shape[0]):
+        col = dof[i]
+        c, g, h = gain_cost(v[col] + alpha * p[col], cn[i], b[i], e[i], dt)
         f += c
         d1 += g * p[col]
         d2 += h * p[col] * p[col]
@@ -357,14 +362,15 @@ CouplerPool.__doc__ = """The coupler pool: per coupler q_dof0 = ρ q_dof1 + offs
 c^n = q_0 − ρ q_1 − offset [m or rad] and m = 1/(1/M_00 + ρ²/M_11)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def coupler_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     """cost + Σ_i ℓ_lim(ċ_i; c_i, 0, 0) with ċ = v_0 − ρ v_1; adds the gradient and Hessian (2 x 2 per coupler)."""
-    for i in range(pool.dof0.shape[0]):
-        a = pool.dof0[i]
-        b = pool.dof1[i]
-        rho = pool.ratio[i]
-        c, g, h = limit_cost(v[a] - rho * v[b], pool.c[i], 0.0, 0.0, pool.m[i], dt)
+    dof0, dof1, ratio, cn, m = pool.dof0, pool.dof1, pool.ratio, pool.c, pool.m
+    for i in range(dof0.shape[0]):
+        a = dof0[i]
+        b = dof1[i]
+        rho = ratio[i]
+        c, g, h = limit_cost(v[a] - rho * v[b], cn[i], 0.0, 0.0, m[i], dt)
         cost += c
         grad[a] += g
         grad[b] -= rho * g
@@ -376,14 +382,15 @@ def coupler_pool_cost(pool, v, dt, cost, grad, H, want_hess):
     return cost
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def coupler_pool_line(pool, v, p, alpha, dt, f, d1, d2):
     """(f, d1, d2) + the pool's value and derivatives along v + α p."""
-    for i in range(pool.dof0.shape[0]):
-        a = pool.dof0[i]
-        b = pool.dof1[i]
-        u = p[a] - pool.ratio[i] * p[b]
-        c, g, h = limit_cost(v[a] - pool.ratio[i] * v[b] + alpha * u, pool.c[i], 0.0, 0.0, pool.m[i], dt)
+    dof0, dof1, ratio, cn, m = pool.dof0, pool.dof1, pool.ratio, pool.c, pool.m
+    for i in range(dof0.shape[0]):
+        a = dof0[i]
+        b = dof1[i]
+        u = p[a] - ratio[i] * p[b]
+        c, g, h = limit_cost(v[a] - ratio[i] * v[b] + alpha * u, cn[i], 0.0, 0.0, m[i], dt)
         f += c
         d1 += g * u
         d2 += h * u * u
@@ -395,7 +402,7 @@ def coupler_pool_line(pool, v, p, alpha, dt, f, d1, d2):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def contact_lagged_params(v, Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, minv_diag, vs, nc,
                           out_mu, out_fn0, out_w):
     """From the state velocity v^n: lagged μ(‖v_t^n‖/v_s), lagged normal force f_n0 = k(−φ0)_+(1 − d v_n^n)_+

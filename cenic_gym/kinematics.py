@@ -28,61 +28,66 @@ def _dot3(a0, a1, a2, b0, b1, b2, row):
 
 
 @njit(cache=True)
-def _compose(Ra, pa, Rb, pb, R_out, p_out):
-    """(R_out, p_out) = (Ra, pa) (Rb, pb) = (Ra Rb, pa + Ra pb), as Pinocchio's SE3 product (outputs must not alias)."""
+def _compose(Ra, pa, a, Rb, pb, b, R_out, p_out, o):
+    """(R_out[o], p_out[o]) = (Ra[a], pa[a]) (Rb[b], pb[b]) = (Ra Rb, pa + Ra pb), as Pinocchio's SE3 product, on
+    stacks of poses (n, 3, 3) and (n, 3) by index (outputs must not alias): no array view is made per pose, so
+    numba counts no references in the loops that call it."""
     for i in range(3):
         for j in range(3):
-            R_out[i, j] = _dot3(Ra[i, 0], Ra[i, 1], Ra[i, 2], Rb[0, j], Rb[1, j], Rb[2, j], i)
-        p_out[i] = pa[i] + _dot3(Ra[i, 0], Ra[i, 1], Ra[i, 2], pb[0], pb[1], pb[2], i)
+            R_out[o, i, j] = _dot3(Ra[a, i, 0], Ra[a, i, 1], Ra[a, i, 2], Rb[b, 0, j], Rb[b, 1, j], Rb[b, 2, j], i)
+        p_out[o, i] = pa[a, i] + _dot3(Ra[a, i, 0], Ra[a, i, 1], Ra[a, i, 2], pb[b, 0], pb[b, 1], pb[b, 2], i)
 
 
 @njit(cache=True)
-def _joint_placement_times_motion(kind, x, axis, place_R, place_p, R, p):
-    """(R, p) = X_PJ0 M(x): the pose of a 1-DOF joint's frame in its parent joint's frame at joint coordinate x
-    [rad or m] (Pinocchio's ``data.liMi``), X_PJ0 the joint placement and M a rotation by x about e_x / e_y / e_z /
-    ``axis`` or a translation by x along them, in Pinocchio's arithmetic: for the axis-aligned revolute joints the
-    rotated column pair (c col_a + s col_b) and a cross product (``TransformRevolute::se3action``), otherwise
-    the SE3 product (:func:`_compose`) with M as a plain transform (Rodrigues as pinocchio/math/rotation.hpp)."""
+def _joint_placement_times_motion(kind, x, axis, place_R, place_p, j, M, t, R, p):
+    """(R[0], p[0]) = X_PJ0 M(x): the pose of the 1-DOF joint j's frame in its parent joint's frame at joint
+    coordinate x [rad or m] (Pinocchio's ``data.liMi``), X_PJ0 = (place_R[j], place_p[j]) the joint placement and M
+    a rotation by x about e_x / e_y / e_z / ``axis[j]`` or a translation by x along them, in Pinocchio's arithmetic:
+    for the axis-aligned revolute joints the rotated column pair (c col_a + s col_b) and a cross product
+    (``TransformRevolute::se3action``), otherwise the SE3 product (:func:`_compose`) with M as a plain transform
+    (Rodrigues as pinocchio/math/rotation.hpp; M (1, 3, 3) and t (1, 3) are the caller's workspaces)."""
     if kind < JOINT_REVOLUTE_AXIS:
         c, s = math.cos(x), math.sin(x)
         a = kind - JOINT_REVOLUTE_X
         b, d = (a + 1) % 3, (a + 2) % 3  # R_new[:, b] = c R[:, b] + s R[:, d]; R_new[:, d] = R_new[:, a] x R_new[:, b]
         for i in range(3):
-            R[i, a] = place_R[i, a]
-            R[i, b] = c * place_R[i, b] + s * place_R[i, d]
-            p[i] = place_p[i]
-        R[0, d] = R[1, a] * R[2, b] - R[2, a] * R[1, b]
-        R[1, d] = R[2, a] * R[0, b] - R[0, a] * R[2, b]
-        R[2, d] = R[0, a] * R[1, b] - R[1, a] * R[0, b]
-        return
-    M = np.zeros((3, 3))
-    t = np.zeros(3)
-    if kind == JOINT_REVOLUTE_AXIS:
-        c, s = math.cos(x), math.sin(x)
-        ux, uy, uz = axis[0], axis[1], axis[2]
-        sx, sy, sz = s * ux, s * uy, s * uz
-        cx, cy, cz = (1.0 - c) * ux, (1.0 - c) * uy, (1.0 - c) * uz
-        w = cx * uy
-        M[0, 1] = w - sz
-        M[1, 0] = w + sz
-        w = cx * uz
-        M[0, 2] = w + sy
-        M[2, 0] = w - sy
-        w = cy * uz
-        M[1, 2] = w - sx
-        M[2, 1] = w + sx
-        M[0, 0] = cx * ux + c
-        M[1, 1] = cy * uy + c
-        M[2, 2] = cz * uz + c
-    else:
+            R[0, i, a] = place_R[j, i, a]
+            R[0, i, b] = c * place_R[j, i, b] + s * place_R[j, i, d]
+            p[0, i] = place_p[j, i]
+        R[0, 0, d] = R[0, 1, a] * R[0, 2, b] - R[0, 2, a] * R[0, 1, b]
+        R[0, 1, d] = R[0, 2, a] * R[0, 0, b] - R[0, 0, a] * R[0, 2, b]
+        R[0, 2, d] = R[0, 0, a] * R[0, 1, b] - R[0, 1, a] * R[0, 0, b]
+    else:  # one exit: numba's reference counts of the arguments are pruned
         for i in range(3):
-            M[i, i] = 1.0
-        if kind < JOINT_PRISMATIC_AXIS:
-            t[kind - JOINT_PRISMATIC_X] = x
+            t[0, i] = 0.0
+            for k in range(3):
+                M[0, i, k] = 0.0
+        if kind == JOINT_REVOLUTE_AXIS:
+            c, s = math.cos(x), math.sin(x)
+            ux, uy, uz = axis[j, 0], axis[j, 1], axis[j, 2]
+            sx, sy, sz = s * ux, s * uy, s * uz
+            cx, cy, cz = (1.0 - c) * ux, (1.0 - c) * uy, (1.0 - c) * uz
+            w = cx * uy
+            M[0, 0, 1] = w - sz
+            M[0, 1, 0] = w + sz
+            w = cx * uz
+            M[0, 0, 2] = w + sy
+            M[0, 2, 0] = w - sy
+            w = cy * uz
+            M[0, 1, 2] = w - sx
+            M[0, 2, 1] = w + sx
+            M[0, 0, 0] = cx * ux + c
+            M[0, 1, 1] = cy * uy + c
+            M[0, 2, 2] = cz * uz + c
         else:
             for i in range(3):
-                t[i] = axis[i] * x
-    _compose(place_R, place_p, M, t, R, p)
+                M[0, i, i] = 1.0
+            if kind < JOINT_PRISMATIC_AXIS:
+                t[0, kind - JOINT_PRISMATIC_X] = x
+            else:
+                for i in range(3):
+                    t[0, i] = axis[j, i] * x
+        _compose(place_R, place_p, j, M, t, 0, R, p, 0)
 
 
 @njit(cache=True)
@@ -93,14 +98,19 @@ def joint_poses_from_q(q, joint_kind, joint_idx_q, joint_parent, joint_axis, pla
     Other joints (JOINT_GENERAL) are left untouched: their poses are copied from Pinocchio beforehand, and 1-DOF
     children read them here. The parent pose of a child of a root free body is rebuilt from the raw quaternion as
     Pinocchio does (no normalisation) so that the result equals ``data.oMi`` bit for bit."""
-    L_R = np.empty((3, 3))
-    L_p = np.empty(3)
-    P_R = np.empty((3, 3))
+    L_R = np.empty((1, 3, 3))  # X_PJ of the joint at hand
+    L_p = np.empty((1, 3))
+    P_R = np.empty((1, 3, 3))  # a root free body's pose, its rotation from the raw quaternion
+    P_p = np.empty((1, 3))
+    M = np.empty((1, 3, 3))  # the workspaces of _joint_placement_times_motion
+    t = np.empty((1, 3))
     for j in range(joint_kind.shape[0]):
         kind = joint_kind[j]
         if kind == JOINT_FIXED:
-            R_out[j] = np.eye(3)
-            p_out[j] = 0.0
+            for i in range(3):
+                p_out[j, i] = 0.0
+                for k in range(3):
+                    R_out[j, i, k] = 1.0 if i == k else 0.0
         elif kind == JOINT_ROOT_FREE:
             i = joint_idx_q[j]
             p_out[j, 0] = q[i]
@@ -108,17 +118,21 @@ def joint_poses_from_q(q, joint_kind, joint_idx_q, joint_parent, joint_axis, pla
             p_out[j, 2] = q[i + 2]
             quat_to_rot(q[i + 3], q[i + 4], q[i + 5], q[i + 6], R_out[j])
         elif kind >= JOINT_REVOLUTE_X:
-            _joint_placement_times_motion(kind, q[joint_idx_q[j]], joint_axis[j], place_R[j], place_p[j], L_R, L_p)
+            _joint_placement_times_motion(kind, q[joint_idx_q[j]], joint_axis, place_R, place_p, j, M, t, L_R, L_p)
             par = joint_parent[j]
             if par == 0:
-                R_out[j] = L_R
-                p_out[j] = L_p
+                for i in range(3):
+                    p_out[j, i] = L_p[0, i]
+                    for k in range(3):
+                        R_out[j, i, k] = L_R[0, i, k]
             elif joint_kind[par] == JOINT_ROOT_FREE:
                 i = joint_idx_q[par]
-                quat_to_rot(q[i + 3], q[i + 4], q[i + 5], q[i + 6], P_R, False)
-                _compose(P_R, p_out[par], L_R, L_p, R_out[j], p_out[j])
+                quat_to_rot(q[i + 3], q[i + 4], q[i + 5], q[i + 6], P_R[0], False)
+                for k in range(3):
+                    P_p[0, k] = p_out[par, k]
+                _compose(P_R, P_p, 0, L_R, L_p, 0, R_out, p_out, j)
             else:
-                _compose(R_out[par], p_out[par], L_R, L_p, R_out[j], p_out[j])
+                _compose(R_out, p_out, par, L_R, L_p, 0, R_out, p_out, j)
 
 
 @njit(cache=True)
@@ -126,8 +140,7 @@ def geometry_poses(joint_R, joint_p, geom_joint, geom_R, geom_p, R_out, p_out):
     """World pose of every geometry: X_WG = X_WJ X_JG (the SE3 product of :func:`_compose`, as Pinocchio's
     ``oMi * placement``; no small-matrix BLAS call per geometry)."""
     for g in range(geom_joint.shape[0]):
-        j = geom_joint[g]
-        _compose(joint_R[j], joint_p[j], geom_R[g], geom_p[g], R_out[g], p_out[g])
+        _compose(joint_R, joint_p, geom_joint[g], geom_R, geom_p, g, R_out, p_out, g)
 
 
 @njit(cache=True)

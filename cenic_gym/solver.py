@@ -145,7 +145,7 @@ for _ref, _typ, _pool in ((ContactPoolRef, ContactPoolRefType, ContactPool),
     structref.define_proxy(_ref, _typ, list(_pool._fields))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def constraint_velocities(v, Jc, cols, ncols, nc, out):
     """v_c,i = J_i v (nc, 3) from the compact Jacobians."""
     for i in range(nc):
@@ -162,15 +162,23 @@ def constraint_velocities(v, Jc, cols, ncols, nc, out):
         out[i, 2] = x2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def block_matvec(A, x, blocks):
-    """A x for A = M + δt D, block diagonal over the independent trees of ``blocks`` (:func:`factor_blocks`: the
-    mass matrix never couples two trees); dense (BLAS) without blocks. A bin of 20 objects: 20 6×6 products
+    """A x as a new array (:func:`block_matvec_into`)."""
+    out = np.empty(x.shape[0])
+    block_matvec_into(A, x, blocks, out)
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def block_matvec_into(A, x, blocks, out):
+    """out ← A x for A = M + δt D, block diagonal over the independent trees of ``blocks`` (:func:`factor_blocks`:
+    the mass matrix never couples two trees); dense (BLAS) without blocks. A bin of 20 objects: 20 6×6 products
     instead of one 120×120."""
     nb = blocks.shape[0] - 1
     if nb < 1:
-        return A @ x
-    out = np.empty(x.shape[0])
+        np.dot(A, x, out)
+        return
     for bi in range(nb):
         b0, b1 = blocks[bi], blocks[bi + 1]
         for i in range(b0, b1):
@@ -178,40 +186,41 @@ def block_matvec(A, x, blocks):
             for j in range(b0, b1):
                 s += A[i, j] * x[j]
             out[i] = s
-    return out
 
 
-@njit(cache=True)
-def quadratic_cost(v, A, r, blocks, grad):
-    """½ vᵀA v − rᵀv, the unconstrained part of ℓ; writes its gradient A v − r into ``grad``. Returns the value.
-    blocks: A's block-diagonal partition (:func:`block_matvec`)."""
-    Av = block_matvec(A, v, blocks)
+@njit(cache=True, error_model="numpy")
+def quadratic_cost(v, A, r, blocks, grad, Av):
+    """½ vᵀA v − rᵀv, the unconstrained part of ℓ; writes its gradient A v − r into ``grad`` (and A v into the
+    workspace ``Av``). Returns the value. blocks: A's block-diagonal partition (:func:`block_matvec`)."""
+    block_matvec_into(A, v, blocks, Av)
     for a in range(v.shape[0]):
         grad[a] = Av[a] - r[a]
     return 0.5 * (v @ Av) - r @ v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, cost, grad, H, want_hess):
     """cost + the four pools' costs at v; adds their gradients to ``grad`` and (if want_hess) writes A + their
     Hessians into H. Returns the sum."""
     if want_hess:
-        H[:, :] = A
+        for a in range(A.shape[0]):
+            for b in range(A.shape[1]):
+                H[a, b] = A[a, b]
     cost = contact_pool_cost(contacts, v, dt, vs, cost, grad, H, want_hess)
     cost = limit_pool_cost(limits, v, dt, cost, grad, H, want_hess)
     cost = gain_pool_cost(gains, v, dt, cost, grad, H, want_hess)
     return coupler_pool_cost(couplers, v, dt, cost, grad, H, want_hess)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, want_hess, blocks):
     """ℓ(v) = ½ vᵀ A v − rᵀ v + the four pools' costs; writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H.
     Returns ℓ. Pools as in :func:`solve`; blocks: A's block-diagonal partition (:func:`block_matvec`)."""
-    quad = quadratic_cost(v, A, r, blocks, grad)
+    quad = quadratic_cost(v, A, r, blocks, grad, np.empty(v.shape[0]))
     return pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H, want_hess)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs, contacts, limits, gains, couplers):
     """ℓ(v + α p), dℓ/dα, d²ℓ/dα² in time linear in the number of constraints."""
     f = 0.5 * quad_a * alpha * alpha + quad_b * alpha + quad_c
@@ -223,7 +232,7 @@ def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs, contacts, li
     return coupler_pool_line(couplers, v, p, alpha, dt, f, d1, d2)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cubic_guess(l0, l1, d0, d1, amax):
     """Minimiser of the cubic Hermite interpolant of ℓ on [0, α_max] (CENIC §VI-D)."""
     a3 = 2.0 * (l0 - l1) + amax * (d0 + d1)
@@ -251,8 +260,8 @@ def _cubic_guess(l0, l1, d0, d1, amax):
     return t * amax
 
 
-@njit(cache=True, inline="always")
-def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, qc, blocks):
+@njit(cache=True, error_model="numpy", inline="always")
+def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, qc, blocks, Ap):
     """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations).
 
     l0 = ℓ(v), dl0 = ∇ℓ(v)·p, qc = ½ vᵀA v − rᵀv: from the assembly at v (:func:`quadratic_cost`,
@@ -260,8 +269,8 @@ def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, coupl
     floating-point sum as ``_line_eval`` at α = 0 (quadratic part, then the pools' costs in the same order; every
     pool's line cost at α = 0 is its cost's expression), so passing it saves one evaluation per Newton iteration
     without changing any result (checked bit for bit on every Newton iterate of captured CenicAllegro-v0 problems,
-    docs/performance.md "The convex solve"). blocks: A's partition (:func:`block_matvec`)."""
-    Ap = block_matvec(A, p, blocks)
+    docs/performance.md "The convex solve"). blocks: A's partition (:func:`block_matvec`); Ap: a workspace (n,)."""
+    block_matvec_into(A, p, blocks, Ap)
     qa = p @ Ap
     qb = v @ Ap - r @ p
     amax = ALPHA_MAX
@@ -318,7 +327,7 @@ def factor_blocks(model):
     return np.array(starts + [int(model.nv)], dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def cholesky(H, blocks, L):
     """L ← the lower Cholesky factor of the SPD matrix H.
 
@@ -336,7 +345,7 @@ def cholesky(H, blocks, L):
     return cholesky_within(H, blocks, L, np.ones((nb, nb), dtype=np.bool_))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def coupled_blocks(contacts, couplers, blocks):
     """The blocks (i, j), i ≥ j, of the Hessian that may be nonzero, from the constraint pools alone: the diagonal
     (mass matrices, limits and gains act on one DOF), the trees each contact's Jacobian columns span (J_iᵀ G_i J_i)
@@ -367,7 +376,7 @@ def coupled_blocks(contacts, couplers, blocks):
     return cand
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _set_factor_entry(L, i, j, s):
     """L_ij of a Cholesky factor from its reduced entry s = H_ij − Σ_k L_ik L_jk: √s on the diagonal (raises
     ``np.linalg.LinAlgError`` unless s > 0, as LAPACK's does), s / L_jj below it."""
@@ -382,7 +391,7 @@ def _set_factor_entry(L, i, j, s):
 DENSE_LOOP_MAX = 40  # dense factorizations up to this size run in loops (:func:`_dense_cholesky`), larger in LAPACK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _dense_cholesky(H, L):
     """L ← the lower Cholesky factor of the SPD matrix H by the textbook loops, L_ij = (H_ij − Σ_{k<j} L_ik L_jk) / L_jj
     (the sums of the block factorization of :func:`cholesky_within` over one block), four rows of a column at a
@@ -422,7 +431,7 @@ def _dense_cholesky(H, L):
             _set_factor_entry(L, r, j, s)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def cholesky_within(H, blocks, L, candidates):
     """:func:`cholesky` where only the blocks (i, j), i ≥ j, with ``candidates[i, j]`` may be nonzero in H
     (:func:`coupled_blocks`): the others are not scanned. The same factor bit for bit as with every block a
@@ -478,7 +487,7 @@ def cholesky_within(H, blocks, L, candidates):
     return mask
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def cholesky_solve_into(L, x, blocks, mask):
     """x ← H⁻¹ x for H = L Lᵀ, in place: forward substitution by rows (x_i = (x_i − Σ_{k<i} L_ik x_k) / L_ii), then
     back substitution by columns of Lᵀ (x_i /= L_ii, then x_k −= L_ik x_i for k < i: each x_k gets its terms in
@@ -510,7 +519,7 @@ def cholesky_solve_into(L, x, blocks, mask):
                         x[k] -= L[i, k] * xi
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def solve_partition(blocks, n):
     """The partition of the triangular solves (:func:`cholesky_solve_into`) for the factor of :func:`cholesky` with
     ``blocks``: the same blocks, or one block [0, n] for a dense factor."""
@@ -519,7 +528,7 @@ def solve_partition(blocks, n):
     return blocks
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cholesky_solve(L, b, blocks, mask):
     """x = H⁻¹ b as a new array (:func:`cholesky_solve_into`; blocks empty: the dense factor of :func:`cholesky`,
     whose one block never reads ``mask``)."""
@@ -528,7 +537,7 @@ def _cholesky_solve(L, b, blocks, mask):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats):
     """Minimise ℓ(v) = ½ vᵀA v − rᵀv + Σ pools from the warm start ``v`` (overwritten with the solution).
 
@@ -544,7 +553,7 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
             CouplerPoolRef(*couplers), tol, reuse_hessian, L, blocks, stats)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats):
     """The Newton loop of :func:`solve`, on the pools by reference (:class:`ContactPoolRef`, ...)."""
     Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
@@ -565,11 +574,12 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
     have_factor = False
     need_factor = True
     p = np.empty(nv)
+    Av = np.empty(nv)  # workspace of quadratic_cost and exact_line_search
     tri_blocks = solve_partition(blocks, nv)
     mask = np.ones((1, 1), dtype=np.bool_)  # the block pattern of the factor in L (from cholesky_within)
     candidates = coupled_blocks(contacts, couplers, blocks)  # the blocks of H that may be nonzero
     for it in range(MAX_NEWTON_ITERATIONS):
-        quad = quadratic_cost(v, A, r, blocks, grad)
+        quad = quadratic_cost(v, A, r, blocks, grad, Av)
         cost = pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H,
                           need_factor or not reuse_hessian)
         gnorm = 0.0
@@ -595,7 +605,7 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
         constraint_velocities(v, Jc, cols, ncols, nc, vc)
         constraint_velocities(p, Jc, cols, ncols, nc, uc)
         alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, cost,
-                                        dl0, quad, blocks)
+                                        dl0, quad, blocks, Av)
         stats[LS_ITERS] += lsit
         stats[NEWTON_ITERS] += 1
         dv = 0.0
@@ -633,7 +643,7 @@ def coulomb_tolerance(accuracy, kappa=FRICTION_KAPPA):
     return np.array([kappa * math.sqrt(accuracy), accuracy])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
     """How far the friction of a solution ``v`` (step dt, bounds μ b_i with b_i = δt fn_i: fn = the normal forces the
     solve used) is from Coulomb's law with the step's own normal impulses γ_n,i = n(v_n,i) (ICF eq. 7, written into
@@ -674,7 +684,7 @@ def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
     return worst
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _subtract_row(B, i, k, scale):
     """B[i] −= scale · B[k] (nothing for scale = 0: the zero blocks of a block factor)."""
     if scale != 0.0:
@@ -682,7 +692,7 @@ def _subtract_row(B, i, k, scale):
             B[i, a] -= scale * B[k, a]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cholesky_solve_columns(L, B):
     """B ← H⁻¹ B in place for H = L Lᵀ, all columns at once: forward then back substitution by rows of B, so the
     inner loops run along contiguous rows; each column's operations in the order of :func:`cholesky_solve_into`."""
@@ -697,7 +707,7 @@ def _cholesky_solve_columns(L, B):
             _subtract_row(B, k, i, L[i, k])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, L, blocks, fresh, idx, Xt, G):
     """Sensitivities of the minimiser v* of ℓ(·; b) and of its normal impulses to the friction bounds
     b_j = δt fn_j [N s] (``contacts.fn0`` = fn) of the contacts ``idx`` (m,), at ``v`` = v*(b), by the implicit
@@ -745,7 +755,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
                 G[a, b] += nj * row[b]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn, L, blocks, fresh):
     """One (quasi-)Newton step on the friction bounds of :func:`solve_coulomb`: b − γ_n(v*(b)) = 0, per contact
     b_i = δt fn_i [N s] (``contacts.fn0``, overwritten with the new bounds / δt) and γ_n,i the normal impulse of the
@@ -796,7 +806,7 @@ def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn
             v[c] -= Xt[c, a] * delta
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats,
                   friction_tol, fn_used):
     """:func:`solve` with each contact's friction bound taken from the step's own normal impulse (issue 10).

@@ -8,10 +8,9 @@ RNG = np.random.default_rng(0)
 
 
 def _contact(vc, params):
-    g = np.zeros(3)
-    H = np.zeros((3, 3))
-    c = icf.contact_cost(vc, *params, g, H, True)
-    return c, g, H
+    n, *rest = params
+    c, g, H = icf.contact_cost(tuple(vc), tuple(n), *rest, True)
+    return c, np.array(g), np.array(H).reshape(3, 3)
 
 
 def _params(dt=1e-2, phi0=-1e-3, k=1e5, d=10.0, mu=0.5, fn0=None, w=1.0, vs=1e-4, normal=None):

@@ -39,62 +39,66 @@ def _compose(Ra, pa, a, Rb, pb, b, R_out, p_out, o):
 
 
 @njit(cache=True)
+def _revolute_placement(kind, x, place_R, place_p, j, R, p):
+    """(R[0], p[0]) = X_PJ0 M(x) for an axis-aligned revolute joint j (``JOINT_REVOLUTE_X`` … ``_Z``) at angle x [rad]:
+    Pinocchio's ``data.liMi``, X_PJ0 = (place_R[j], place_p[j]) the joint placement, in Pinocchio's arithmetic: the
+    rotated column pair (c col_a + s col_b) and a cross product (``TransformRevolute::se3action``). Every argument
+    is read on the one path through, so numba's reference counts of them are pruned (docs/performance.md)."""
+    c, s = math.cos(x), math.sin(x)
+    a = kind - JOINT_REVOLUTE_X
+    b, d = (a + 1) % 3, (a + 2) % 3  # R_new[:, b] = c R[:, b] + s R[:, d]; R_new[:, d] = R_new[:, a] x R_new[:, b]
+    for i in range(3):
+        R[0, i, a] = place_R[j, i, a]
+        R[0, i, b] = c * place_R[j, i, b] + s * place_R[j, i, d]
+        p[0, i] = place_p[j, i]
+    R[0, 0, d] = R[0, 1, a] * R[0, 2, b] - R[0, 2, a] * R[0, 1, b]
+    R[0, 1, d] = R[0, 2, a] * R[0, 0, b] - R[0, 0, a] * R[0, 2, b]
+    R[0, 2, d] = R[0, 0, a] * R[0, 1, b] - R[0, 1, a] * R[0, 0, b]
+
+
+@njit(cache=True)
 def _joint_placement_times_motion(kind, x, axis, place_R, place_p, j, M, t, R, p):
-    """(R[0], p[0]) = X_PJ0 M(x): the pose of the 1-DOF joint j's frame in its parent joint's frame at joint
-    coordinate x [rad or m] (Pinocchio's ``data.liMi``), X_PJ0 = (place_R[j], place_p[j]) the joint placement and M
-    a rotation by x about e_x / e_y / e_z / ``axis[j]`` or a translation by x along them, in Pinocchio's arithmetic:
-    for the axis-aligned revolute joints the rotated column pair (c col_a + s col_b) and a cross product
-    (``TransformRevolute::se3action``), otherwise the SE3 product (:func:`_compose`) with M as a plain transform
-    (Rodrigues as pinocchio/math/rotation.hpp; M (1, 3, 3) and t (1, 3) are the caller's workspaces)."""
-    if kind < JOINT_REVOLUTE_AXIS:
+    """(R[0], p[0]) = X_PJ0 M(x) for the other 1-DOF joints j: a rotation by x about ``axis[j]`` or a translation by
+    x along e_x / e_y / e_z / ``axis[j]``, as the SE3 product (:func:`_compose`) with M as a plain transform
+    (Rodrigues as pinocchio/math/rotation.hpp; M (1, 3, 3) and t (1, 3) are the caller's workspaces). The
+    axis-aligned revolute joints: :func:`_revolute_placement`."""
+    for i in range(3):
+        t[0, i] = 0.0
+        for k in range(3):
+            M[0, i, k] = 0.0
+    if kind == JOINT_REVOLUTE_AXIS:
         c, s = math.cos(x), math.sin(x)
-        a = kind - JOINT_REVOLUTE_X
-        b, d = (a + 1) % 3, (a + 2) % 3  # R_new[:, b] = c R[:, b] + s R[:, d]; R_new[:, d] = R_new[:, a] x R_new[:, b]
+        ux, uy, uz = axis[j, 0], axis[j, 1], axis[j, 2]
+        sx, sy, sz = s * ux, s * uy, s * uz
+        cx, cy, cz = (1.0 - c) * ux, (1.0 - c) * uy, (1.0 - c) * uz
+        w = cx * uy
+        M[0, 0, 1] = w - sz
+        M[0, 1, 0] = w + sz
+        w = cx * uz
+        M[0, 0, 2] = w + sy
+        M[0, 2, 0] = w - sy
+        w = cy * uz
+        M[0, 1, 2] = w - sx
+        M[0, 2, 1] = w + sx
+        M[0, 0, 0] = cx * ux + c
+        M[0, 1, 1] = cy * uy + c
+        M[0, 2, 2] = cz * uz + c
+    else:
         for i in range(3):
-            R[0, i, a] = place_R[j, i, a]
-            R[0, i, b] = c * place_R[j, i, b] + s * place_R[j, i, d]
-            p[0, i] = place_p[j, i]
-        R[0, 0, d] = R[0, 1, a] * R[0, 2, b] - R[0, 2, a] * R[0, 1, b]
-        R[0, 1, d] = R[0, 2, a] * R[0, 0, b] - R[0, 0, a] * R[0, 2, b]
-        R[0, 2, d] = R[0, 0, a] * R[0, 1, b] - R[0, 1, a] * R[0, 0, b]
-    else:  # one exit: numba's reference counts of the arguments are pruned
-        for i in range(3):
-            t[0, i] = 0.0
-            for k in range(3):
-                M[0, i, k] = 0.0
-        if kind == JOINT_REVOLUTE_AXIS:
-            c, s = math.cos(x), math.sin(x)
-            ux, uy, uz = axis[j, 0], axis[j, 1], axis[j, 2]
-            sx, sy, sz = s * ux, s * uy, s * uz
-            cx, cy, cz = (1.0 - c) * ux, (1.0 - c) * uy, (1.0 - c) * uz
-            w = cx * uy
-            M[0, 0, 1] = w - sz
-            M[0, 1, 0] = w + sz
-            w = cx * uz
-            M[0, 0, 2] = w + sy
-            M[0, 2, 0] = w - sy
-            w = cy * uz
-            M[0, 1, 2] = w - sx
-            M[0, 2, 1] = w + sx
-            M[0, 0, 0] = cx * ux + c
-            M[0, 1, 1] = cy * uy + c
-            M[0, 2, 2] = cz * uz + c
+            M[0, i, i] = 1.0
+        if kind < JOINT_PRISMATIC_AXIS:
+            t[0, kind - JOINT_PRISMATIC_X] = x
         else:
             for i in range(3):
-                M[0, i, i] = 1.0
-            if kind < JOINT_PRISMATIC_AXIS:
-                t[0, kind - JOINT_PRISMATIC_X] = x
-            else:
-                for i in range(3):
-                    t[0, i] = axis[j, i] * x
-        _compose(place_R, place_p, j, M, t, 0, R, p, 0)
+                t[0, i] = axis[j, i] * x
+    _compose(place_R, place_p, j, M, t, 0, R, p, 0)
 
 
 @njit(cache=True)
 def joint_poses_from_q(q, joint_kind, joint_idx_q, joint_parent, joint_axis, place_R, place_p, R_out, p_out):
     """World poses of the fixed (universe) and root free-body joints, straight from q, and of the 1-DOF joints
     (revolute, prismatic: ``model.JOINT_REVOLUTE_X`` …), in model order, as Pinocchio's forward kinematics does:
-    X_WJ = X_WP (X_PJ0 M(q_j)) (:func:`_joint_placement_times_motion`).
+    X_WJ = X_WP (X_PJ0 M(q_j)) (:func:`_revolute_placement`, :func:`_joint_placement_times_motion`).
     Other joints (JOINT_GENERAL) are left untouched: their poses are copied from Pinocchio beforehand, and 1-DOF
     children read them here. The parent pose of a child of a root free body is rebuilt from the raw quaternion as
     Pinocchio does (no normalisation) so that the result equals ``data.oMi`` bit for bit."""
@@ -118,7 +122,11 @@ def joint_poses_from_q(q, joint_kind, joint_idx_q, joint_parent, joint_axis, pla
             p_out[j, 2] = q[i + 2]
             quat_to_rot(q[i + 3], q[i + 4], q[i + 5], q[i + 6], R_out[j])
         elif kind >= JOINT_REVOLUTE_X:
-            _joint_placement_times_motion(kind, q[joint_idx_q[j]], joint_axis, place_R, place_p, j, M, t, L_R, L_p)
+            if kind < JOINT_REVOLUTE_AXIS:
+                _revolute_placement(kind, q[joint_idx_q[j]], place_R, place_p, j, L_R, L_p)
+            else:
+                _joint_placement_times_motion(kind, q[joint_idx_q[j]], joint_axis, place_R, place_p, j, M, t, L_R,
+                                              L_p)
             par = joint_parent[j]
             if par == 0:
                 for i in range(3):

@@ -220,7 +220,7 @@ def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, gr
     return pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H, want_hess)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs, contacts, limits, gains, couplers):
     """ℓ(v + α p), dℓ/dα, d²ℓ/dα² in time linear in the number of constraints."""
     f = 0.5 * quad_a * alpha * alpha + quad_b * alpha + quad_c
@@ -232,7 +232,7 @@ def _line_eval(alpha, v, p, quad_a, quad_b, quad_c, vc, uc, dt, vs, contacts, li
     return coupler_pool_line(couplers, v, p, alpha, dt, f, d1, d2)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _cubic_guess(l0, l1, d0, d1, amax):
     """Minimiser of the cubic Hermite interpolant of ℓ on [0, α_max] (CENIC §VI-D)."""
     a3 = 2.0 * (l0 - l1) + amax * (d0 + d1)
@@ -260,56 +260,58 @@ def _cubic_guess(l0, l1, d0, d1, amax):
     return t * amax
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, qc, blocks, Ap):
+@njit(cache=True, error_model="numpy")
+def exact_line_search(v, p, vc, uc, qa, qb, qc, dt, vs, contacts, limits, gains, couplers, l0, dl0):
     """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations).
 
-    l0 = ℓ(v), dl0 = ∇ℓ(v)·p, qc = ½ vᵀA v − rᵀv: from the assembly at v (:func:`quadratic_cost`,
-    :func:`pool_costs`). Its ℓ(v) is the same
-    floating-point sum as ``_line_eval`` at α = 0 (quadratic part, then the pools' costs in the same order; every
-    pool's line cost at α = 0 is its cost's expression), so passing it saves one evaluation per Newton iteration
-    without changing any result (checked bit for bit on every Newton iterate of captured CenicAllegro-v0 problems,
-    docs/performance.md "The convex solve"). blocks: A's partition (:func:`block_matvec`); Ap: a workspace (n,)."""
-    block_matvec_into(A, p, blocks, Ap)
-    qa = p @ Ap
-    qb = v @ Ap - r @ p
+    qa, qb, qc: the quadratic part of ℓ along the line, ½ qa α² + qb α + qc (qa = pᵀA p, qb = vᵀA p − rᵀp,
+    qc = ½ vᵀA v − rᵀv); vc, uc: the contact velocities of v
+    and p (:func:`constraint_velocities`). l0 = ℓ(v), dl0 = ∇ℓ(v)·p: from the assembly at v
+    (:func:`quadratic_cost`, :func:`pool_costs`). Its ℓ(v) is the same floating-point sum as ``_line_eval`` at α = 0
+    (quadratic part, then the pools' costs in the same order; every pool's line cost at α = 0 is its cost's
+    expression), so passing it saves one evaluation per Newton iteration without changing any result (checked bit
+    for bit on every Newton iterate of captured CenicAllegro-v0 problems, docs/performance.md "The convex solve")."""
     amax = ALPHA_MAX
     l1, d1, _ = _line_eval(amax, v, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)
     scale = -dl0  # > 0; normalise F(α) = ℓ'(α)/(−ℓ'(0)) so F(0) = −1
-    if d1 <= 1e-14 * scale:
-        return amax, 1
-    lo, hi = 0.0, amax
-    alpha = _cubic_guess(l0, l1, dl0, d1, amax)
-    dx_old = hi - lo
-    dx = dx_old
-    it = 0
-    while it < LS_MAX_ITERATIONS:
-        it += 1
-        _, d, dd = _line_eval(alpha, v, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)
-        F = d / scale
-        if abs(F) < LS_TOLERANCE:
-            break
-        if F < 0.0:
-            lo = alpha
-        else:
-            hi = alpha
-        # Newton–Raphson step, safeguarded by bisection (rtsafe).
-        newton_ok = False
-        if dd > 0.0:
-            step = d / dd
-            cand = alpha - step
-            if lo < cand < hi and abs(2.0 * step) <= abs(dx_old):
-                newton_ok = True
-        dx_old = dx
-        if newton_ok:
-            dx = step
-            alpha = cand
-        else:
-            dx = 0.5 * (hi - lo)
-            alpha = lo + dx
-        if abs(dx) < LS_TOLERANCE * amax or hi - lo < LS_TOLERANCE * amax:
-            break
-    return alpha, it
+    alpha, it = amax, 1  # ℓ still falls at α_max (one exit: numba's reference counts are pruned)
+    if d1 > 1e-14 * scale:
+        lo, hi = 0.0, amax
+        alpha = _cubic_guess(l0, l1, dl0, d1, amax)
+        dx_old = hi - lo
+        dx = dx_old
+        it = 0
+        while it < LS_MAX_ITERATIONS:
+            it += 1
+            _, d, dd = _line_eval(alpha, v, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)
+            F = d / scale
+            if abs(F) < LS_TOLERANCE:
+                break
+            if F < 0.0:
+                lo = alpha
+            else:
+                hi = alpha
+            # Newton–Raphson step, safeguarded by bisection (rtsafe).
+            newton_ok = False
+            if dd > 0.0:
+                step = d / dd
+                cand = alpha - step
+                if lo < cand < hi and abs(2.0 * step) <= abs(dx_old):
+                    newton_ok = True
+            dx_old = dx
+            if newton_ok:
+                dx = step
+                alpha = cand
+            else:
+                dx = 0.5 * (hi - lo)
+                alpha = lo + dx
+            if abs(dx) < LS_TOLERANCE * amax or hi - lo < LS_TOLERANCE * amax:
+                break
+    # Each argument is read once more at the one exit, so that numba releases them all there, in one place, where
+    # LLVM's pruning pairs each release with its count at entry; released at the loop's several exits, none is
+    # paired (docs/performance.md "Reference counts pruned, not only moved").
+    live = v.size + p.size + vc.size + uc.size + contacts.n + limits.dof.size + gains.dof.size + couplers.dof0.size
+    return alpha, it + 0 * live
 
 
 MIN_FACTOR_BLOCKS = 4  # independent kinematic trees from which the block Cholesky pays (see cholesky)
@@ -604,8 +606,10 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
             continue
         constraint_velocities(v, Jc, cols, ncols, nc, vc)
         constraint_velocities(p, Jc, cols, ncols, nc, uc)
-        alpha, lsit = exact_line_search(v, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, cost,
-                                        dl0, quad, blocks, Av)
+        block_matvec_into(A, p, blocks, Av)  # the quadratic part along the line: ½ qa α² + qb α + quad
+        qa, qb = p @ Av, v @ Av - r @ p
+        alpha, lsit = exact_line_search(v, p, vc, uc, qa, qb, quad, dt, vs, contacts, limits, gains, couplers, cost,
+                                        dl0)
         stats[LS_ITERS] += lsit
         stats[NEWTON_ITERS] += 1
         dv = 0.0

@@ -1,7 +1,8 @@
 """numba's reference counts per env step: how many atomic increments (``NRT_incref``) an env step makes, and which
 compiled function makes them.
 
-    python benchmarks/refcounts.py [--envs CenicQuadruped-v0 CenicAllegro-v0] [--steps 3] [--top 12] [--no-write]
+    python benchmarks/refcounts.py [--envs CenicQuadruped-v0 CenicAllegro-v0] [--scenes sphere_drop] [--steps 3]
+                                   [--top 12] [--no-write]
 
 Why: numba increments and decrements the reference count of every array it passes, views or reads from a struct,
 each an atomic operation; `perf` put the pair at 36 % of a Go1 step before the pruning work in docs/performance.md
@@ -9,9 +10,10 @@ each an atomic operation; `perf` put the pair at 36 % of a Go1 step before the p
 of sampling.
 
 How: per env a child interpreter with an empty numba cache (so every kernel is compiled in it and its code library
-names its functions) runs ``gym.make``, ``reset(seed=1000)`` and 50 steps of seeded random actions, writes the
-address of every compiled function, then waits; ``gdb`` (needed on the PATH; Linux) attaches to it and counts the
-return address of every call of ``NRT_incref`` while the child runs ``--steps`` more env steps and exits. Each
+names its functions) runs ``gym.make``, ``reset(seed=1000)`` and 50 steps of seeded random actions (a scene of
+:mod:`cenic_gym.scenes`: its ``Simulator`` at ε = 1e-3 to t = 0.5 s), writes the address of every compiled
+function, then waits; ``gdb`` (needed on the PATH; Linux) attaches to it and counts the return address of every call
+of ``NRT_incref`` while the child runs ``--steps`` more env steps (a scene: one more simulated second) and exits. Each
 return address is charged to the compiled function it lies in. Decrements are as many (every increment is
 paired), so they are not counted. The code runs under the breakpoint: the counts are exact, the time is not
 measured. Writes the RESULTS.md section ``refcounts``.
@@ -55,8 +57,9 @@ with open(os.environ["REFCOUNT_OUT"], "w") as f:
 '''
 
 
-def child(env_id, steps, folder):
-    """Runs in the child: warm up, write the compiled functions' addresses, wait for gdb, run ``steps`` steps."""
+def child(name, steps, folder):
+    """Runs in the child: warm up, write the compiled functions' addresses, wait for gdb, run ``steps`` env steps
+    (an env id) or one simulated second (a scene of :mod:`cenic_gym.scenes`)."""
     import gc
 
     import gymnasium as gym
@@ -64,12 +67,26 @@ def child(env_id, steps, folder):
     from numba.core.registry import cpu_target
 
     import cenic_gym.envs  # noqa: F401
+    from cenic_gym import scenes
+    from cenic_gym.simulator import Simulator
 
-    env = gym.make(env_id)
-    env.reset(seed=1000)
-    env.action_space.seed(0)
-    for _ in range(50):
-        env.step(env.action_space.sample())
+    if name in gym.registry:
+        env = gym.make(name)
+        env.reset(seed=1000)
+        env.action_space.seed(0)
+        for _ in range(50):
+            env.step(env.action_space.sample())
+        actions = [env.action_space.sample() for _ in range(steps)]
+
+        def run():
+            for action in actions:
+                env.step(action)
+    else:
+        sim = Simulator(getattr(scenes, name)(), accuracy=1e-3)
+        sim.advance_to(0.5)
+
+        def run():
+            sim.advance_to(1.5)
     engine = cpu_target.target_context.codegen()._engine._ee
     functions = {}
     for obj in gc.get_objects():
@@ -79,13 +96,11 @@ def child(env_id, steps, folder):
                     address = engine.get_function_address(fn.name)
                     if address:
                         functions[address] = fn.name
-    actions = [env.action_space.sample() for _ in range(steps)]
     Path(folder, "functions.json").write_text(json.dumps(functions))
     gc.disable()
     Path(folder, "ready").write_text(str(os.getpid()))
     time.sleep(5.0)  # gdb attaches
-    for action in actions:
-        env.step(action)
+    run()
     os._exit(0)
 
 
@@ -105,7 +120,8 @@ def short_name(mangled):
 
 
 def count(env_id, steps):
-    """(increments per env step, {function: increments per env step}) of ``steps`` env steps of ``env_id``."""
+    """(increments per env step, {function: increments per env step}) of ``steps`` env steps of ``env_id``; for a
+    scene pass steps=1: per simulated second."""
     folder = tempfile.mkdtemp(prefix="cenic_refcounts_")
     try:
         env = dict(os.environ, NUMBA_CACHE_DIR=str(Path(folder, "numba")))
@@ -142,6 +158,7 @@ def count(env_id, steps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--envs", nargs="+", default=["CenicQuadruped-v0", "CenicAllegro-v0"])
+    ap.add_argument("--scenes", nargs="*", default=["sphere_drop"], help="functions of cenic_gym.scenes")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--no-write", action="store_true", help="print only; do not touch RESULTS.md")
@@ -155,21 +172,25 @@ def main():
         raise SystemExit("refcounts.py needs gdb on the PATH")
     t0, load0 = time.time(), os.getloadavg()[0]
     rows, tops = [], []
-    for env_id in args.envs:
-        total, per_function = count(env_id, args.steps)
-        print(f"{env_id}: {total:.0f} increments per env step")
-        rows.append(f"| {env_id} | {total:.0f} |")
+    for env_id in [*args.envs, *args.scenes]:
+        scene = env_id in args.scenes
+        total, per_function = count(env_id, 1 if scene else args.steps)
+        unit = "simulated second" if scene else "env step"
+        print(f"{env_id}: {total:.0f} increments per {unit}")
+        rows.append(f"| {env_id}{' (scene, per simulated second)' if scene else ''} | {total:.0f} |")
         top = ", ".join(f"`{name}` {n:.0f}" for name, n in per_function.most_common(args.top))
         tops.append(f"- {env_id}: {top}.")
         print(tops[-1])
-    body = provenance("benchmarks/refcounts.py", f"`python benchmarks/refcounts.py --steps {args.steps}`",
+    body = provenance("benchmarks/refcounts.py", "`python benchmarks/refcounts.py`",
                       time.time() - t0, load0, ["numba", "llvmlite"])
     body += [f"Atomic reference-count increments (`NRT_incref`, numba's runtime) per env step of seeded random "
-             f"actions at the env's defaults (ε = 1e-3), {args.steps} steps after 50 warm-up steps, counted "
+             f"actions at the env's defaults (ε = 1e-3), {args.steps} steps after 50 warm-up steps (a scene: "
+             "per simulated second, from t = 0.5 s, ε = 1e-3), counted "
              "exactly by a gdb breakpoint on every call (decrements are as many); each call charged to the "
              "compiled function it comes from. What lets LLVM's pruning remove a pair: docs/performance.md "
-             "\"The convex solve\".", "", "| env | increments per env step |", "|---|---|", *rows, "",
-             f"Per function (the {args.top} largest, increments per env step):", "", *tops]
+             "\"The convex solve\".", "", "| env or scene | increments per env step (scene: per simulated second) |",
+             "|---|---|", *rows, "",
+             f"Per function (the {args.top} largest, increments per env step or simulated second):", "", *tops]
     if not args.no_write:
         write_section("refcounts", "\n".join(body), "## numba reference counts per env step")
 

@@ -265,9 +265,8 @@ def exact_line_search(v, p, vc, uc, qa, qb, qc, dt, vs, contacts, limits, gains,
     """argmin_{α ∈ (0, α_max]} ℓ(v + α p). Returns (α, iterations).
 
     qa, qb, qc: the quadratic part of ℓ along the line, ½ qa α² + qb α + qc (qa = pᵀA p, qb = vᵀA p − rᵀp,
-    qc = ½ vᵀA v − rᵀv); vc, uc: the contact velocities of v
-    and p (:func:`constraint_velocities`). l0 = ℓ(v), dl0 = ∇ℓ(v)·p: from the assembly at v
-    (:func:`quadratic_cost`, :func:`pool_costs`). Its ℓ(v) is the same floating-point sum as ``_line_eval`` at α = 0
+    qc = ½ vᵀA v − rᵀv); vc, uc: the contact velocities of v and p (:func:`constraint_velocities`).
+    l0 = ℓ(v), dl0 = ∇ℓ(v)·p: from the assembly at v (:func:`quadratic_cost`, :func:`pool_costs`). Its ℓ(v) is the same floating-point sum as ``_line_eval`` at α = 0
     (quadratic part, then the pools' costs in the same order; every pool's line cost at α = 0 is its cost's
     expression), so passing it saves one evaluation per Newton iteration without changing any result (checked bit
     for bit on every Newton iterate of captured CenicAllegro-v0 problems, docs/performance.md "The convex solve")."""
@@ -576,7 +575,7 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
     have_factor = False
     need_factor = True
     p = np.empty(nv)
-    Av = np.empty(nv)  # workspace of quadratic_cost and exact_line_search
+    Av = np.empty(nv)  # workspace: A v of quadratic_cost, then A p of the line's quadratic part
     tri_blocks = solve_partition(blocks, nv)
     mask = np.ones((1, 1), dtype=np.bool_)  # the block pattern of the factor in L (from cholesky_within)
     candidates = coupled_blocks(contacts, couplers, blocks)  # the blocks of H that may be nonzero

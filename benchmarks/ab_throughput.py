@@ -81,15 +81,24 @@ def child(case, steps):
                                       rejected=r["rejected"] / steps, obs=last["obs"], failures=r["failures"])))
 
 
+def link_tasks(tree):
+    """Link the tree's ``envs/`` and ``assets/`` (installed as cenic_gym.envs / .assets) into its package where
+    missing, or an editable install of another checkout would supply them (its finder answers what PYTHONPATH
+    lacks). Returns the links made, for :func:`main` to remove afterwards (a git checkout must not keep them)."""
+    root = Path(tree).resolve()
+    made = []
+    for sub in ("envs", "assets"):
+        link = root / "cenic_gym" / sub
+        if (root / sub).is_dir() and not link.exists():
+            link.symlink_to(root / sub, target_is_directory=True)
+            made.append(link)
+    return made
+
+
 def run_tree(tree, case, steps):
     # the tree's own benchmark helpers (env_throughput, step_size_analysis: they name the tree's scripted policies)
     # come first, this file's folder after them (a tree without them)
     root = Path(tree).resolve()
-    for sub in ("envs", "assets"):  # installed as cenic_gym.envs / .assets: link them into the tree's package, or
-        # an editable install of another checkout would supply them (its finder answers what PYTHONPATH lacks)
-        link = root / "cenic_gym" / sub
-        if (root / sub).is_dir() and not link.exists():
-            link.symlink_to(root / sub, target_is_directory=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(root), str(root / "benchmarks"), str(HERE))),
                NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", case, "--steps", str(steps)],
@@ -121,6 +130,17 @@ def main():
     cases = args.case or DEFAULT_CASES
     for c in cases:
         parse_case(c)
+    links = link_tasks(args.before) + link_tasks(args.after)
+    try:
+        compare(args, cases)
+    finally:
+        for link in links:
+            link.unlink()
+    return 0
+
+
+def compare(args, cases):
+    """The table of :func:`main`: every case, ``args.rounds`` alternating rounds of both trees."""
     print(f"clock: {args.clock}")
     print("| case | before env steps/s | after env steps/s | after / before | attempts / step before → after | "
           "rejected / step before → after | max abs Δ final obs |\n|---|---|---|---|---|---|---|", flush=True)
@@ -137,7 +157,6 @@ def main():
         dobs = max(abs(x - y) for x, y in zip(rb["obs"], ra["obs"]))
         print(f"| {case} | {b:.0f} | {a:.0f} | {a / b:.2f} | {rb['attempts']:.2f} → {ra['attempts']:.2f} | "
               f"{rb['rejected']:.2f} → {ra['rejected']:.2f} | {dobs:.1e} |", flush=True)
-    return 0
 
 
 if __name__ == "__main__":

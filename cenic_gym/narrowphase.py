@@ -71,17 +71,17 @@ _FACE_COS = 1.0 - 1e-6  # |cos| above which a normal counts as a box face normal
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _norm(a):
     return np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _dist(a, b):
     """Euclidean distance |a - b| without a temporary array."""
     d0 = a[0] - b[0]
@@ -90,7 +90,7 @@ def _dist(a, b):
     return np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cross(a, b):
     out = np.empty(3)
     out[0] = a[1] * b[2] - a[2] * b[1]
@@ -99,7 +99,7 @@ def _cross(a, b):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline="always")
 def _clamp(x, lo, hi):
     if x < lo:
         return lo
@@ -108,13 +108,13 @@ def _clamp(x, lo, hi):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline="always")
 def _sign(x):
     """+1 for x >= 0, -1 otherwise (never 0, so it can pick a box feature)."""
     return 1.0 if x >= 0.0 else -1.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _col(R, j):
     """Column j of R (local axis j expressed in world)."""
     out = np.empty(3)
@@ -124,7 +124,7 @@ def _col(R, j):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _to_local(R, p, x):
     """World point x -> local coordinates R^T (x - p)."""
     out = np.empty(3)
@@ -136,7 +136,7 @@ def _to_local(R, p, x):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _rot_t(R, v):
     """World direction v -> local direction R^T v."""
     out = np.empty(3)
@@ -145,7 +145,7 @@ def _rot_t(R, v):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _rot(R, v):
     """Local direction v -> world direction R v."""
     out = np.empty(3)
@@ -154,7 +154,7 @@ def _rot(R, v):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _to_world(R, p, x):
     """Local point x -> world point R x + p."""
     out = _rot(R, x)
@@ -164,7 +164,7 @@ def _to_world(R, p, x):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _unit(k):
     """Unit vector along axis k."""
     e = np.zeros(3)
@@ -172,7 +172,7 @@ def _unit(k):
     return e
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _any_perp(u):
     """Some unit vector perpendicular to the unit vector u."""
     if abs(u[0]) < 0.57735:
@@ -185,7 +185,7 @@ def _any_perp(u):
     return w / _norm(w)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _emit(out_p, out_n, out_phi, k, point, normal, phi):
     """Write one contact into row k of the output buffers."""
     for i in range(3):
@@ -194,7 +194,7 @@ def _emit(out_p, out_n, out_phi, k, point, normal, phi):
     out_phi[k] = phi
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _emit_guard(out_p, out_n, out_phi, k0, n, point, normal, phi):
     """Append a contact (or overwrite the shallowest one when the pair is full).
 
@@ -217,7 +217,7 @@ def _emit_guard(out_p, out_n, out_phi, k0, n, point, normal, phi):
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _closest_segments(c1, u1, h1, c2, u2, h2):
     """Closest points of segments c1 + s u1, |s| <= h1 and c2 + t u2, |t| <= h2.
 
@@ -245,7 +245,7 @@ def _closest_segments(c1, u1, h1, c2, u2, h2):
     return s, t
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_edge(h, axis, idx):
     """Edge idx (0..3) parallel to local `axis` of a box with half extents h.
 
@@ -258,7 +258,7 @@ def _box_edge(h, axis, idx):
     return c, h[axis]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _segment_box_distance(c, u, hs, H):
     """Distance between segment c + s u (|s| <= hs) and an axis-aligned box.
 
@@ -300,7 +300,7 @@ def _segment_box_distance(c, u, hs, H):
     return best, wbox, wseg
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def box_separation(hA, RA, pA, hB, RB, pB):
     """A lower bound of the distance between two oriented boxes (half extents h, rotation R, centre p): the
     largest gap between their projections on the 15 separating axes (≤ 0 when they overlap). Projections are
@@ -339,7 +339,7 @@ def box_separation(hA, RA, pA, hB, RB, pB):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_box_distance(hA, RA, pA, hB, RB, pB):
     """Exact distance between two *disjoint* boxes (caller checks with SAT).
 
@@ -388,16 +388,24 @@ def _box_box_distance(hA, RA, pA, hB, RB, pB):
     # edge-edge: 12 x 12 pairs, edge centres precomputed (A frame)
     cenA = np.empty((12, 3))
     cenB = np.empty((12, 3))
+    cbl = np.empty(3)
     for ax in range(3):
+        j = (ax + 1) % 3  # _box_edge's centre, without its temporary
+        k = (ax + 2) % 3
         for idx in range(4):
-            ca, _ = _box_edge(hA, ax, idx)
-            cbl, _ = _box_edge(hB, ax, idx)
             e = 4 * ax + idx
-            cenA[e, :] = ca
+            cenA[e, ax] = 0.0
+            cenA[e, j] = hA[j] if (idx & 1) else -hA[j]
+            cenA[e, k] = hA[k] if (idx & 2) else -hA[k]
+            cbl[ax] = 0.0
+            cbl[j] = hB[j] if (idx & 1) else -hB[j]
+            cbl[k] = hB[k] if (idx & 2) else -hB[k]
             for i in range(3):
                 cenB[e, i] = t[i] + C[i, 0] * cbl[0] + C[i, 1] * cbl[1] + C[i, 2] * cbl[2]
     axA = np.zeros(3)
     axB = np.empty(3)
+    ca = np.empty(3)  # the current edges' centres, copied by element: a row view per pair costs a reference count
+    cb = np.empty(3)
     for ia in range(3):
         axA[:] = 0.0
         axA[ia] = 1.0
@@ -405,9 +413,11 @@ def _box_box_distance(hA, RA, pA, hB, RB, pB):
             for i in range(3):
                 axB[i] = C[i, ib]
             for ea in range(4 * ia, 4 * ia + 4):
-                ca = cenA[ea]
+                for i in range(3):
+                    ca[i] = cenA[ea, i]
                 for eb in range(4 * ib, 4 * ib + 4):
-                    cb = cenB[eb]
+                    for i in range(3):
+                        cb[i] = cenB[eb, i]
                     s, u = _closest_segments(ca, axA, hA[ia], cb, axB, hB[ib])
                     d0 = cb[0] + u * axB[0] - ca[0] - s * axA[0]
                     d1 = cb[1] + u * axB[1] - ca[1] - s * axA[1]
@@ -428,7 +438,7 @@ def _box_box_distance(hA, RA, pA, hB, RB, pB):
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _halfspace_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Half-space A vs sphere B: one contact below the sphere centre. (Scalars, no temporary arrays: this pair runs
     for every foot of a legged robot at every state.)"""
@@ -444,7 +454,7 @@ def _halfspace_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, 
     return 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _halfspace_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Half-space A vs box B: every box corner with phi < margin (<= 8). (Scalars, no temporary arrays: most calls
     find no corner below the margin.)"""
@@ -473,7 +483,7 @@ def _halfspace_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out
     return cnt
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _halfspace_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Half-space A vs capsule B: one contact per segment end with phi < margin."""
     n = _col(R_a, 2)
@@ -489,7 +499,7 @@ def _halfspace_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n,
     return cnt
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _halfspace_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Half-space A vs cylinder B.
 
@@ -531,7 +541,7 @@ def _halfspace_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n
     return cnt
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _spheres(ca, ra, cb, rb, fallback, margin, out_p, out_n, out_phi, k):
     """Contact between spheres (ca, ra) and (cb, rb); normal A->B.
 
@@ -550,48 +560,76 @@ def _spheres(ca, ra, cb, rb, fallback, margin, out_p, out_n, out_phi, k):
     return 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sphere_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Sphere A vs sphere B: one contact on the centre line."""
     return _spheres(p_a, size_a[0], p_b, size_b[0], np.array([0.0, 0.0, 1.0]), margin,
                     out_p, out_n, out_phi, k0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sphere_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Sphere A vs box B: closest point on the box, or the nearest face if the
-    centre is inside the box (deep penetration)."""
+    centre is inside the box (deep penetration). In scalars, without a call or a temporary array, with one exit:
+    so LLVM's pruning removes every reference count of its arguments (docs/performance.md, "The convex solve");
+    a fingertip against a link or the cube is the commonest pair of the Allegro hand."""
     r = size_a[0]
-    q = _to_local(R_b, p_b, p_a)
-    cl = np.empty(3)
-    for i in range(3):
-        cl[i] = _clamp(q[i], -size_b[i], size_b[i])
-    diff = q - cl
-    dist = _norm(diff)
+    d0 = p_a[0] - p_b[0]
+    d1 = p_a[1] - p_b[1]
+    d2 = p_a[2] - p_b[2]
+    q0 = R_b[0, 0] * d0 + R_b[1, 0] * d1 + R_b[2, 0] * d2  # sphere centre in the box frame
+    q1 = R_b[0, 1] * d0 + R_b[1, 1] * d1 + R_b[2, 1] * d2
+    q2 = R_b[0, 2] * d0 + R_b[1, 2] * d1 + R_b[2, 2] * d2
+    e0 = q0 - _clamp(q0, -size_b[0], size_b[0])  # from the closest box point to the centre
+    e1 = q1 - _clamp(q1, -size_b[1], size_b[1])
+    e2 = q2 - _clamp(q2, -size_b[2], size_b[2])
+    dist = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
     if dist > _TINY:
         phi = dist - r
-        if phi >= margin:
-            return 0
-        n_bs = _rot(R_b, diff / dist)  # box -> sphere
+        u0 = e0 / dist
+        u1 = e1 / dist
+        u2 = e2 / dist
+        n0 = R_b[0, 0] * u0 + R_b[0, 1] * u1 + R_b[0, 2] * u2  # box -> sphere
+        n1 = R_b[1, 0] * u0 + R_b[1, 1] * u1 + R_b[1, 2] * u2
+        n2 = R_b[2, 0] * u0 + R_b[2, 1] * u1 + R_b[2, 2] * u2
     else:
         # centre inside: push out through the closest face
         best = 0
-        pen = size_b[0] - abs(q[0])
-        for i in range(1, 3):
-            pi = size_b[i] - abs(q[i])
-            if pi < pen:
-                pen = pi
-                best = i
+        qb = q0
+        pen = size_b[0] - abs(q0)
+        p1 = size_b[1] - abs(q1)
+        if p1 < pen:
+            pen = p1
+            best = 1
+            qb = q1
+        p2 = size_b[2] - abs(q2)
+        if p2 < pen:
+            pen = p2
+            best = 2
+            qb = q2
         phi = -pen - r
-        if phi >= margin:
-            return 0
-        n_bs = _sign(q[best]) * _col(R_b, best)
-    point = p_a - (r + 0.5 * phi) * n_bs
-    _emit(out_p, out_n, out_phi, k0, point, -n_bs, phi)
-    return 1
+        sg = _sign(qb)
+        n0 = sg * R_b[0, best]
+        n1 = sg * R_b[1, best]
+        n2 = sg * R_b[2, best]
+    n = 0
+    if phi < margin:
+        c = r + 0.5 * phi
+        out_p[k0, 0] = p_a[0] - c * n0
+        out_p[k0, 1] = p_a[1] - c * n1
+        out_p[k0, 2] = p_a[2] - c * n2
+        out_n[k0, 0] = -n0
+        out_n[k0, 1] = -n1
+        out_n[k0, 2] = -n2
+        out_phi[k0] = phi
+        n = 1
+    # every array read once more at the exit: numba releases them all there, in one place, where LLVM's pruning
+    # pairs each release with its count at entry (released where each path last uses them, none would be paired)
+    live = p_a.size + size_b.size + R_b.size + out_p.size + out_n.size + out_phi.size
+    return n + 0 * live
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sphere_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Sphere A vs capsule B: sphere vs closest point of the capsule segment."""
     axis = _col(R_b, 2)
@@ -601,7 +639,7 @@ def _sphere_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, ou
                     out_p, out_n, out_phi, k0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _capsule_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Capsule A vs capsule B.
 
@@ -647,7 +685,7 @@ def _capsule_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, o
     return _spheres(qa, ra, qb, rb, fallback, margin, out_p, out_n, out_phi, k0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _clip_polygon(poly, m, axis, side, limit, out):
     """Sutherland-Hodgman: keep the part of polygon poly[:m] with
     side * x[axis] <= limit.  Writes into out, returns the new vertex count."""
@@ -658,7 +696,8 @@ def _clip_polygon(poly, m, axis, side, limit, out):
         dc = side * poly[e, axis] - limit
         dn = side * poly[nx, axis] - limit
         if dc <= 0.0 and cnt < cap:
-            out[cnt, :] = poly[e, :]
+            for i in range(3):  # by element: a row view per vertex costs a reference count
+                out[cnt, i] = poly[e, i]
             cnt += 1
         if ((dc < 0.0 and dn > 0.0) or (dc > 0.0 and dn < 0.0)) and cnt < cap:
             tpar = dc / (dc - dn)
@@ -668,7 +707,7 @@ def _clip_polygon(poly, m, axis, side, limit, out):
     return cnt
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Box A vs box B: separating-axis test over the 15 axes.
 
@@ -686,7 +725,12 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
     for i in range(3):
         for j in range(3):
             C[i, j] = R_a[0, i] * R_b[0, j] + R_a[1, i] * R_b[1, j] + R_a[2, i] * R_b[2, j]
-    t = _to_local(R_a, p_a, p_b)
+    t = np.empty(3)  # B's centre in A's frame (_to_local written out: a call that allocates counts its arguments)
+    d0 = p_b[0] - p_a[0]
+    d1 = p_b[1] - p_a[1]
+    d2 = p_b[2] - p_a[2]
+    for i in range(3):
+        t[i] = R_a[0, i] * d0 + R_a[1, i] * d1 + R_a[2, i] * d2
 
     best_s = -np.inf
     kind = -1  # 0: face of A, 1: face of B, 2: edge-edge
@@ -756,7 +800,9 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
                 bi = i
                 bj = j
                 bL[:] = _sign(dist) * L
-    nw = _rot(R_a, bL)  # world normal A -> B
+    nw = np.empty(3)  # world normal A -> B (_rot written out)
+    for i in range(3):
+        nw[i] = R_a[i, 0] * bL[0] + R_a[i, 1] * bL[1] + R_a[i, 2] * bL[2]
 
     separated = best_s >= 0.0
     wa_x = np.zeros(3)
@@ -840,7 +886,11 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
         for i in range(3):
             v[i] = (pI[i] - sk * hI[kinc] * RI[i, kinc] + a1 * hI[k1] * RI[i, k1]
                     + a2 * hI[k2] * RI[i, k2])
-        poly[c, :] = _to_local(RR, pR, v)
+        d0 = v[0] - pR[0]
+        d1 = v[1] - pR[1]
+        d2 = v[2] - pR[2]
+        for i in range(3):  # in the reference frame (_to_local, without its temporary)
+            poly[c, i] = RR[0, i] * d0 + RR[1, i] * d1 + RR[2, i] * d2
     m = np.int64(4)  # not Literal[int](4): one _clip_polygon specialization
     for ax in range(3):
         if ax == iref:
@@ -853,8 +903,12 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
     for e in range(m):
         phi = sr * poly[e, iref] - hR[iref]
         if phi < margin and cnt < MAX_PAIR_CONTACTS:
-            pw = _to_world(RR, pR, poly[e])
-            _emit(out_p, out_n, out_phi, k0 + cnt, pw - 0.5 * phi * n_ref, n_out, phi)
+            half = 0.5 * phi
+            for i in range(3):  # _to_world of the vertex, moved half the depth back along n_ref
+                pw = RR[i, 0] * poly[e, 0] + RR[i, 1] * poly[e, 1] + RR[i, 2] * poly[e, 2] + pR[i]
+                out_p[k0 + cnt, i] = pw - half * n_ref[i]
+                out_n[k0 + cnt, i] = n_out[i]
+            out_phi[k0 + cnt] = phi
             cnt += 1
             min_phi = min(min_phi, phi)
     if cnt == 0 or min_phi > phi_x + _DEPTH_TOL:
@@ -872,7 +926,7 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
     return cnt
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _face_slab_range(c, u, lo, hi, H, kf):
     """The part [lo', hi'] of [lo, hi] where the line c + t u (box frame) lies over box face kf, i.e. within the
     slabs |x_j| <= H_j, j != kf; empty (lo' > hi') where it misses them."""
@@ -890,7 +944,7 @@ def _face_slab_range(c, u, lo, hi, H, kf):
     return lo, hi
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Box A vs capsule B (segment vs box, then inflate by the radius).
 
@@ -1018,7 +1072,7 @@ _CAP_SIDES = 8  # the cap face is clipped as a regular octagon of rim points (co
 _CAP_COS = 0.7071067811865476  # |cos| (axis vs face normal) from which the cap, not the side, meets a face
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cyl_extent(L, a, r, hl):
     """Half width [m] of a centred cylinder (axis a, radius r, half length hl) along the unit direction L (the
     sine as |a x L|: sqrt(1 - c^2) loses half the digits near the axis)."""
@@ -1028,14 +1082,14 @@ def _cyl_extent(L, a, r, hl):
     return r * np.sqrt(s0 * s0 + s1 * s1 + s2 * s2) + hl * abs(_dot(a, L))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_cyl_gap(H, q, a, r, hl, L):
     """Gap [m] between the projections of the box and the cylinder on the unit axis L (oriented box -> cylinder):
     at most their distance, and their signed distance is its maximum over L."""
     return _dot(q, L) - (H[0] * abs(L[0]) + H[1] * abs(L[1]) + H[2] * abs(L[2])) - _cyl_extent(L, a, r, hl)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cyl_point_distance(x0, x1, x2, q, a, r, hl):
     """Distance [m] from the point (x0, x1, x2) to the solid cylinder (0 inside)."""
     v0 = x0 - q[0]
@@ -1050,7 +1104,7 @@ def _cyl_point_distance(x0, x1, x2, q, a, r, hl):
     return np.sqrt(dr * dr + dz * dz)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cyl_closest(x, q, a, r, hl, y):
     """Write into y the point of the solid cylinder nearest to x (x itself when inside)."""
     v = x - q
@@ -1065,7 +1119,7 @@ def _cyl_closest(x, q, a, r, hl, y):
         y[i] = q[i] + zc * a[i] + s * (v[i] - z * a[i])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _edge_cyl_distance(c, k, h, q, a, r, hl):
     """Distance [m] from the box edge c + t e_k (|t| <= h) to the cylinder and the minimizing t. The distance
     to a convex set is convex along a segment, so a golden-section search finds its minimum."""
@@ -1099,7 +1153,7 @@ def _edge_cyl_distance(c, k, h, q, a, r, hl):
     return _cyl_point_distance(p[0], p[1], p[2], q, a, r, hl), t
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cyl_face_support(H, q, a, r, hl, k, s, y):
     """Write into y a point of the cylinder lowest towards the box face x_k = s H_k (its support point along
     -s e_k); where that support is a whole cap or side line, the one nearest the face rectangle."""
@@ -1133,7 +1187,7 @@ def _cyl_face_support(H, q, a, r, hl, k, s, y):
         y[i] = q[i] + zc * a[i] + sc * t[i]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_cyl_distance(H, q, a, r, hl, x, y):
     """Distance [m] between the box and a cylinder *disjoint* from it; writes the witness points x (on the box)
     and y (on the cylinder). The box's nearest point lies in a face (then the cylinder's lowest point towards
@@ -1183,7 +1237,7 @@ def _box_cyl_distance(H, q, a, r, hl, x, y):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_cyl_depth(H, q, a, r, hl, L, g):
     """Refine a penetration axis L (gap g < 0 along it, oriented box -> cylinder): translate the cylinder apart
     along L until it is _REFINE_GAP clear, take the normal of the then exact distance as the next axis. The
@@ -1212,7 +1266,7 @@ def _box_cyl_depth(H, q, a, r, hl, L, g):
     return g, L
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _polish_axis(H, q, a, r, hl, L, g):
     """Pattern search for a larger projection gap around the unit axis L (gap g): steps of angle h along eight
     tangent directions, halved when none gains, from 1e-2 down to 1e-12 rad. The gap is concave but not smooth
@@ -1243,7 +1297,7 @@ def _polish_axis(H, q, a, r, hl, L, g):
     return g, L
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0):
     """Box A vs cylinder B.
 
@@ -1407,7 +1461,7 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def numba_supports(type_a, type_b):
     """True if `collide_primitives` handles the pair (either order)."""
     lo = min(type_a, type_b)
@@ -1425,42 +1479,7 @@ def numba_supports(type_a, type_b):
     return False
 
 
-@njit(cache=True)
-def _collide_sorted(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margin,
-                    out_p, out_n, out_phi, k0):
-    """Dispatch for type_a <= type_b."""
-    if type_a == HALFSPACE:
-        if type_b == SPHERE:
-            return _halfspace_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        if type_b == BOX:
-            return _halfspace_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        if type_b == CAPSULE:
-            return _halfspace_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        if type_b == CYLINDER:
-            return _halfspace_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        return 0
-    if type_a == SPHERE:
-        if type_b == SPHERE:
-            return _sphere_sphere(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        if type_b == BOX:
-            return _sphere_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        if type_b == CAPSULE:
-            return _sphere_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        return 0
-    if type_a == BOX:
-        if type_b == BOX:
-            return _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        if type_b == CAPSULE:
-            return _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        if type_b == CYLINDER:
-            return _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-        return 0
-    if type_a == CAPSULE and type_b == CAPSULE:
-        return _capsule_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, k0)
-    return 0
-
-
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def collide_primitives(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margin,
                        out_p, out_n, out_phi, k0):
     """Contacts between primitive geometries A and B (world frame, metres).
@@ -1470,19 +1489,51 @@ def collide_primitives(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margi
     and returns n (0..MAX_PAIR_CONTACTS).  The caller guarantees room for
     MAX_PAIR_CONTACTS rows from k0.  Unsupported pairs (see
     `numba_supports`) return 0.
+
+    The pair kernels take the lower type code first: a pair given the other way round is swapped here and its
+    normals turned back. One level of dispatch, not a sorting call around a dispatching one: every compiled call
+    that can raise increments and decrements the reference count of each of its nine array arguments
+    (docs/performance.md, "The convex solve").
     """
     # A constant k0 (e.g. a caller's ``n = 0``) is typed Literal[int](0) before int64: without this, numba compiles
     # the whole pair-kernel tree below twice (compile time only; the values are the same).
     k0 = np.int64(k0)
-    if type_a > type_b:
-        n = _collide_sorted(type_b, size_b, R_b, p_b, type_a, size_a, R_a, p_a, margin,
-                            out_p, out_n, out_phi, k0)
+    flip = type_a > type_b
+    if flip:
+        lo, s_lo, R_lo, p_lo, hi, s_hi, R_hi, p_hi = type_b, size_b, R_b, p_b, type_a, size_a, R_a, p_a
+    else:
+        lo, s_lo, R_lo, p_lo, hi, s_hi, R_hi, p_hi = type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b
+    n = 0
+    if lo == HALFSPACE:
+        if hi == SPHERE:
+            n = _halfspace_sphere(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+        elif hi == BOX:
+            n = _halfspace_box(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+        elif hi == CAPSULE:
+            n = _halfspace_capsule(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+        elif hi == CYLINDER:
+            n = _halfspace_cylinder(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+    elif lo == SPHERE:
+        if hi == SPHERE:
+            n = _sphere_sphere(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+        elif hi == BOX:
+            n = _sphere_box(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+        elif hi == CAPSULE:
+            n = _sphere_capsule(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+    elif lo == BOX:
+        if hi == BOX:
+            n = _box_box(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+        elif hi == CAPSULE:
+            n = _box_capsule(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+        elif hi == CYLINDER:
+            n = _box_cylinder(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+    elif lo == CAPSULE and hi == CAPSULE:
+        n = _capsule_capsule(s_lo, R_lo, p_lo, s_hi, R_hi, p_hi, margin, out_p, out_n, out_phi, k0)
+    if flip:
         for k in range(k0, k0 + n):
             for i in range(3):
                 out_n[k, i] = -out_n[k, i]
-        return n
-    return _collide_sorted(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, margin,
-                           out_p, out_n, out_phi, k0)
+    return n
 
 
 # ---------------------------------------------------------------------------

@@ -91,7 +91,8 @@ NEWTON_ITERS, LS_ITERS, FACTORIZATIONS, CONVERGED = 0, 1, 2, 3
 # reference count of each of its arrays (atomic operations; the four pools hold 24 arrays), and LLVM's pruning leaves
 # those in the Newton loop (310 call sites in the loops of the compiled solve). :func:`solve` hands the Newton loop
 # the same arrays in one structref per pool instead: one count per pool and call, field reads pruned within their
-# block (130 call sites). Same arithmetic, same bits; a Go1 solve 1.12x (docs/performance.md "The convex solve").
+# block (130 call sites); :func:`solve_coulomb` builds them once for all its solves and calls the loop
+# directly. Same arithmetic, same bits; a Go1 solve 1.12x (docs/performance.md "The convex solve").
 
 
 class FieldsType(types.StructRef):
@@ -123,19 +124,19 @@ class CouplerPoolRefType(FieldsType):
 
 
 class ContactPoolRef(structref.StructRefProxy):
-    """:class:`~cenic_gym.icf.ContactPool` by reference (built inside :func:`solve` only)."""
+    """:class:`~cenic_gym.icf.ContactPool` by reference (built inside :func:`solve` and :func:`solve_coulomb` only)."""
 
 
 class LimitPoolRef(structref.StructRefProxy):
-    """:class:`~cenic_gym.icf.LimitPool` by reference (built inside :func:`solve` only)."""
+    """:class:`~cenic_gym.icf.LimitPool` by reference (built inside :func:`solve` and :func:`solve_coulomb` only)."""
 
 
 class GainPoolRef(structref.StructRefProxy):
-    """:class:`~cenic_gym.icf.GainPool` by reference (built inside :func:`solve` only)."""
+    """:class:`~cenic_gym.icf.GainPool` by reference (built inside :func:`solve` and :func:`solve_coulomb` only)."""
 
 
 class CouplerPoolRef(structref.StructRefProxy):
-    """:class:`~cenic_gym.icf.CouplerPool` by reference (built inside :func:`solve` only)."""
+    """:class:`~cenic_gym.icf.CouplerPool` by reference (built inside :func:`solve` and :func:`solve_coulomb` only)."""
 
 
 for _ref, _typ, _pool in ((ContactPoolRef, ContactPoolRefType, ContactPool),
@@ -727,6 +728,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
     Allegro problems the Newton iteration on the bounds then took the same solves as with the exact factor: 4 776 vs
     4 775, 2 951 vs 2 953). Pools as in :func:`solve`."""
     Jc, cols, ncols, normal = contacts.Jc, contacts.cols, contacts.ncols, contacts.normal
+    phi0, ck, cd, cmu, cfn0, cw = contacts.phi0, contacts.k, contacts.d, contacts.mu, contacts.fn0, contacts.w
     nv, m = v.shape[0], idx.shape[0]
     if fresh:
         grad = np.empty(nv)
@@ -740,8 +742,8 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
     Xt[:, :] = 0.0
     for a in range(m):
         i = idx[a]
-        curv[a] = friction_bound_sensitivity(vc[i], normal[i], dt, contacts.phi0[i], contacts.k[i], contacts.d[i],
-                                             contacts.mu[i], contacts.fn0[i], contacts.w[i], vs, sens)
+        curv[a] = friction_bound_sensitivity(vc[i], normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], cfn0[i], cw[i], vs,
+                                             sens)
         for j in range(ncols[i]):
             Xt[cols[i, j], a] += Jc[i, 0, j] * sens[0] + Jc[i, 1, j] * sens[1] + Jc[i, 2, j] * sens[2]
     _cholesky_solve_columns(L, Xt)
@@ -774,14 +776,15 @@ def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn
     nc, fn = contacts.n, contacts.fn0
     nv = v.shape[0]
     Jc, cols, ncols, normal = contacts.Jc, contacts.cols, contacts.ncols, contacts.normal
+    phi0, ck, cd, cmu, cw = contacts.phi0, contacts.k, contacts.d, contacts.mu, contacts.w
     take = np.empty(nc, dtype=np.int64)
     vc = np.empty((nc, 3))
     constraint_velocities(v, Jc, cols, ncols, nc, vc)
     sens = np.empty(3)
     m = 0
     for i in range(nc):
-        closed = friction_bound_sensitivity(vc[i], normal[i], dt, contacts.phi0[i], contacts.k[i], contacts.d[i],
-                                            contacts.mu[i], fn[i], contacts.w[i], vs, sens) != 0.0
+        closed = friction_bound_sensitivity(vc[i], normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], fn[i], cw[i], vs,
+                                            sens) != 0.0
         if closed or gn[i] != dt * fn[i]:
             take[m] = i
             m += 1
@@ -836,7 +839,11 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     solution (may alias the pool's f_n0 array: written after the last solve). stats accumulate over the solves.
     Returns the number of solves beyond the first."""
     nc, cfn0 = contacts.n, contacts.fn0
-    solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats)
+    # the pools by reference once for all the solves (as solve() builds them for one): a tuple of arrays passed to
+    # a compiled call counts every array, a reference one
+    limits_r, gains_r, couplers_r = LimitPoolRef(*limits), GainPoolRef(*gains), CouplerPoolRef(*couplers)
+    _newton(v, A, r, dscale, dt, vs, ContactPoolRef(*contacts), limits_r, gains_r, couplers_r, tol, reuse_hessian, L,
+            blocks, stats)
     rtol, atol = friction_tol[0], friction_tol[1]
     if rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
         for i in range(nc):
@@ -848,8 +855,8 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
             fn_used[i] = cfn0[i]
         return 0
     fn = cfn0.copy()
-    with_bounds = ContactPool(contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.phi0, contacts.k,
-                              contacts.d, contacts.mu, fn, contacts.w, nc)
+    with_bounds = ContactPoolRef(contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.phi0,
+                                 contacts.k, contacts.d, contacts.mu, fn, contacts.w, nc)
     factored = stats[FACTORIZATIONS] > 0  # L holds the last solve's last Hessian factor
     extra = 0
     while True:
@@ -857,9 +864,11 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
             stats[CONVERGED] = 0
             break
         # next bounds (fn, in place) and the warm start (v, in place) from a Newton step on b − γ_n(v*(b)) = 0
-        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits, gains, couplers, gn, L, blocks, not factored)
+        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits_r, gains_r, couplers_r, gn, L, blocks,
+                              not factored)
         n0, l0, f0 = stats[NEWTON_ITERS], stats[LS_ITERS], stats[FACTORIZATIONS] + (0 if factored else 1)
-        solve(v, A, r, dscale, dt, vs, with_bounds, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats)
+        _newton(v, A, r, dscale, dt, vs, with_bounds, limits_r, gains_r, couplers_r, tol, reuse_hessian, L, blocks,
+                stats)
         factored = stats[FACTORIZATIONS] > 0
         stats[NEWTON_ITERS] += n0
         stats[LS_ITERS] += l0

@@ -164,7 +164,8 @@ def write_policy_readme(run, spec, data):
     t = ours["teacher"]
     text = f"""# {ENV_ID}: a learned Allegro policy that turns the cube about the palm normal
 
-An MLP (two hidden layers of {cfg['sb3']['policy_kwargs']['net_arch'][0]}, SB3 SAC actor; its deterministic action)
+An MLP ({len(cfg['sb3']['policy_kwargs']['net_arch'])} hidden layers of {cfg['sb3']['policy_kwargs']['net_arch'][0]},
+SB3 SAC actor; its deterministic action)
 that turns the cube lying on the palm-up Allegro hand to goal orientations about the palm normal, at 20 Hz, in the
 `{ENV_ID}` goal task `goal="z"` (`run.json`: `{json.dumps(spec['env_kwargs'])}`; default starts, goal distribution,
 0.1 rad success threshold). Each reached goal is replaced by a new one; the score is the goals reached in a 20 s

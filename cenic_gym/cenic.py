@@ -224,28 +224,25 @@ class StateArgs(structref.StructRefProxy):
     query = the argument tuple of the contact query's kernel (:func:`cenic_gym.contact.unpack_query_args`: views of
     :attr:`cenic_gym.contact.ContactQuery.packed`, made once here instead of at every query: 1.0 µs of the 2.0 µs
     query of a sphere on the ground), static = the system's limit and coupler indices, out = the state terms
-    (:func:`state_terms`), limits and couplers = the state's :class:`~cenic_gym.icf.LimitPool` and
-    :class:`~cenic_gym.icf.CouplerPool` (named: a structref's fields are typed once, when it is built, not at every
-    call as a namedtuple argument would be).
+    (:func:`state_terms`), and the state's constraint pools by reference (:class:`~cenic_gym.solver.LimitPoolRef`,
+    :class:`~cenic_gym.solver.CouplerPoolRef` of its :class:`~cenic_gym.icf.LimitPool` and
+    :class:`~cenic_gym.icf.CouplerPool`; :class:`~cenic_gym.solver.ContactPoolRef` of the query's contact buffers
+    and the lagged terms of ``out`` at full capacity, its count set by each solve: :func:`icf_step`), built once per
+    cache, so that a solve passes each pool as one reference instead of building it from its arrays.
     References to the cache's arrays, not copies; not picklable (rebuilt after a copy)."""
 
 
-structref.define_proxy(StateArgs, StateArgsType, ["query", "static", "out", "limits", "couplers"])
+structref.define_proxy(StateArgs, StateArgsType, ["query", "static", "out", "limits", "couplers", "contacts"])
 
 
 @njit(cache=True)
 def new_state_args(packed, static, out, limits, couplers):
     """A :class:`StateArgs` of a contact query's ``packed`` buffers (:attr:`cenic_gym.contact.ContactQuery.packed`)
     and the state's buffers (built in a cached kernel, as :func:`new_solve_workspace`)."""
-    return StateArgs(unpack_query_args(packed[0], packed[1], packed[2], packed[3]), static, out, limits, couplers)
-
-
-@njit(cache=True, inline="always")
-def state_contacts(state, n):
-    """The contact pool of a prepared state: its first n contacts with their lagged terms μ, f_n0, w."""
-    Jc, cols, ncols, normal, phi, k, d, _, _, _ = query_contacts(state.query, n)
-    out = state.out
-    return ContactPool(Jc, cols, ncols, normal, phi, k, d, out[OUT_MU][:n], out[OUT_FN0][:n], out[OUT_W][:n], n)
+    query = unpack_query_args(packed[0], packed[1], packed[2], packed[3])
+    Jc, cols, ncols, normal, phi, k, d, _, _, _ = query_contacts(query, out[OUT_MU].shape[0])
+    contacts = slv.ContactPoolRef(Jc, cols, ncols, normal, phi, k, d, out[OUT_MU], out[OUT_FN0], out[OUT_W], 0)
+    return StateArgs(query, static, out, slv.LimitPoolRef(*limits), slv.CouplerPoolRef(*couplers), contacts)
 
 
 @njit(cache=True)
@@ -270,7 +267,9 @@ def icf_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, 
     r = slv.block_matvec(M, v0, blocks)
     for a in range(nv):
         r[a] -= dt * bias[a]
-    extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, state_contacts(state, n), state.limits, GainPool(*gains),
+    contacts = state.contacts
+    contacts.n = n  # the state's first n contacts
+    extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, state.limits, slv.GainPoolRef(*gains),
                               state.couplers, tol, reuse, work.L, blocks, stats, work.friction_tol, fn_used)
     ok = stats[slv.CONVERGED] == 1
     totals[TOT_SOLVES] += 1 + extra
@@ -292,7 +291,7 @@ def icf_step_at(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gain
     later solve from this state reads (the integrator calls this for the second half step and for fixed steps).
     Returns True when the solve converged."""
     return icf_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out,
-                    state.out[OUT_FN0][:n])
+                    state.contacts.fn0)
 
 
 @njit(cache=True)

@@ -91,8 +91,9 @@ NEWTON_ITERS, LS_ITERS, FACTORIZATIONS, CONVERGED = 0, 1, 2, 3
 # reference count of each of its arrays (atomic operations; the four pools hold 24 arrays), and LLVM's pruning leaves
 # those in the Newton loop (310 call sites in the loops of the compiled solve). :func:`solve` hands the Newton loop
 # the same arrays in one structref per pool instead: one count per pool and call, field reads pruned within their
-# block (130 call sites); :func:`solve_coulomb` builds them once for all its solves and calls the loop
-# directly. Same arithmetic, same bits; a Go1 solve 1.12x (docs/performance.md "The convex solve").
+# block (130 call sites). :func:`solve_coulomb` takes them by reference: the integrator builds the pools of a
+# cached state once (``cenic.new_state_args``), not per solve. Same arithmetic, same bits; a Go1 solve 1.12x
+# (docs/performance.md "The convex solve").
 
 
 class FieldsType(types.StructRef):
@@ -124,19 +125,19 @@ class CouplerPoolRefType(FieldsType):
 
 
 class ContactPoolRef(structref.StructRefProxy):
-    """:class:`~cenic_gym.icf.ContactPool` by reference (built inside :func:`solve` and :func:`solve_coulomb` only)."""
+    """:class:`~cenic_gym.icf.ContactPool` by reference (the pools :func:`_newton` and :func:`solve_coulomb` take)."""
 
 
 class LimitPoolRef(structref.StructRefProxy):
-    """:class:`~cenic_gym.icf.LimitPool` by reference (built inside :func:`solve` and :func:`solve_coulomb` only)."""
+    """:class:`~cenic_gym.icf.LimitPool` by reference (the pools :func:`_newton` and :func:`solve_coulomb` take)."""
 
 
 class GainPoolRef(structref.StructRefProxy):
-    """:class:`~cenic_gym.icf.GainPool` by reference (built inside :func:`solve` and :func:`solve_coulomb` only)."""
+    """:class:`~cenic_gym.icf.GainPool` by reference (the pools :func:`_newton` and :func:`solve_coulomb` take)."""
 
 
 class CouplerPoolRef(structref.StructRefProxy):
-    """:class:`~cenic_gym.icf.CouplerPool` by reference (built inside :func:`solve` and :func:`solve_coulomb` only)."""
+    """:class:`~cenic_gym.icf.CouplerPool` by reference (the pools :func:`_newton` and :func:`solve_coulomb` take)."""
 
 
 for _ref, _typ, _pool in ((ContactPoolRef, ContactPoolRefType, ContactPool),
@@ -835,15 +836,13 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     iteration stops when bounds and normal impulses agree; after :data:`MAX_FRICTION_SOLVES` solves without
     agreement stats[CONVERGED] is set to 0, so that the step is rejected and retried smaller.
 
+    The pools come by reference (:class:`ContactPoolRef`, :class:`LimitPoolRef`, :class:`GainPoolRef`,
+    :class:`CouplerPoolRef`: the integrator keeps the state's in its ``StateArgs``, built once per cached state).
     rtol ≤ 0: the plain Lagged solve. fn_used (≥ nc): the normal forces b/δt [N] of the bounds of the returned
     solution (may alias the pool's f_n0 array: written after the last solve). stats accumulate over the solves.
     Returns the number of solves beyond the first."""
     nc, cfn0 = contacts.n, contacts.fn0
-    # the pools by reference once for all the solves (as solve() builds them for one): a tuple of arrays passed to
-    # a compiled call counts every array, a reference one
-    limits_r, gains_r, couplers_r = LimitPoolRef(*limits), GainPoolRef(*gains), CouplerPoolRef(*couplers)
-    _newton(v, A, r, dscale, dt, vs, ContactPoolRef(*contacts), limits_r, gains_r, couplers_r, tol, reuse_hessian, L,
-            blocks, stats)
+    _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats)
     rtol, atol = friction_tol[0], friction_tol[1]
     if rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
         for i in range(nc):
@@ -864,11 +863,9 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
             stats[CONVERGED] = 0
             break
         # next bounds (fn, in place) and the warm start (v, in place) from a Newton step on b − γ_n(v*(b)) = 0
-        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits_r, gains_r, couplers_r, gn, L, blocks,
-                              not factored)
+        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits, gains, couplers, gn, L, blocks, not factored)
         n0, l0, f0 = stats[NEWTON_ITERS], stats[LS_ITERS], stats[FACTORIZATIONS] + (0 if factored else 1)
-        _newton(v, A, r, dscale, dt, vs, with_bounds, limits_r, gains_r, couplers_r, tol, reuse_hessian, L, blocks,
-                stats)
+        _newton(v, A, r, dscale, dt, vs, with_bounds, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats)
         factored = stats[FACTORIZATIONS] > 0
         stats[NEWTON_ITERS] += n0
         stats[LS_ITERS] += l0

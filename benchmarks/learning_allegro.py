@@ -30,8 +30,8 @@ import numpy as np
 
 from bench_common import provenance
 from learning_common import (FINAL_SEED, Benchmark, arg_parser, best_seed, evaluate_seeds, files_table,
-                             goals_entry, median_goals, median_success, publish_curves, scripted_eval, ship, stamp,
-                             stamp_note, table, train_seeds)
+                             goals_entry, median_goals, median_success, publish_curves, run_parallel, scripted_eval,
+                             ship, stamp, stamp_note, table, train_seeds)
 
 ENV_ID = "CenicAllegro-v0"
 BENCH = Benchmark(ENV_ID, "learning_allegro")
@@ -226,15 +226,19 @@ def main():
 
         env_kwargs = recipe()["env_kwargs"]
         train_seeds(BENCH, a.seeds, a.parallel)
-        runs = evaluate_seeds(BENCH, a.seeds, a.episodes)
-        for r in runs:
-            r["so3"] = policy_eval(BENCH.run_dir(r["seed"]) / "model.zip", a.episodes, {**env_kwargs, "goal": "so3"})
-            print(f"seed {r['seed']}: goals {r['final']['mean_goals']:.2f}, so3 success {r['so3']['success_rate']:.2f}",
+        # the z-goal evaluations (in evaluate_seeds), the SO(3) ones and the teacher's, --parallel at a time
+        so3_teacher = run_parallel([(policy_eval, (BENCH.run_dir(s) / "model.zip", a.episodes,
+                                                   {**env_kwargs, "goal": "so3"})) for s in a.seeds]
+                                   + [(scripted_eval, (ENV_ID, GoalRotator, a.episodes, env_kwargs))], a.parallel)
+        runs = evaluate_seeds(BENCH, a.seeds, a.episodes, a.parallel)
+        for r, so3 in zip(runs, so3_teacher):
+            r["so3"] = so3
+            print(f"seed {r['seed']}: goals {r['final']['mean_goals']:.2f}, so3 success {so3['success_rate']:.2f}",
                   flush=True)
         shipped = best_seed(runs)
         ours = dict(runs=runs, parallel=a.parallel, note=a.note, shipped=shipped, video_seed=a.video_seed, **stamp(),
                     command="`" + shlex.join(["python", "benchmarks/learning_allegro.py", *sys.argv[1:]]) + "`",
-                    teacher=scripted_eval(ENV_ID, GoalRotator, a.episodes, env_kwargs))
+                    teacher=so3_teacher[-1])
         for path, err in ship(BENCH, runs, shipped).items():
             print(f"exported {path}: reproduces the model's actions to {err:.1e}")
         ours["sweep"], ours["sweep_episodes"] = accuracy(a.sweep_episodes, env_kwargs), a.sweep_episodes

@@ -5,17 +5,20 @@ final models on held-out episodes, tabulate and plot them, and ship the best see
 Each seed runs exactly what a user runs, ``cenic-gym train ENV --seed S`` (the env's default recipe), in its own
 process (one thread), ``parallel`` of them at a time, into ``runs/<name>/seedS``; an interrupted seed continues from
 its last checkpoint (``--resume``), a finished one is kept. Final evaluation: held-out episodes (seeds 10 000,
-10 001, …) of the UNMODIFIED task, the network alone acting (what ``cenic-gym eval`` does).
+10 001, …) of the UNMODIFIED task, the network alone acting (what ``cenic-gym eval`` does), ``parallel`` evaluations
+at a time too (each episode is seeded, so the numbers do not depend on it).
 """
 from __future__ import annotations
 
 import datetime
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,13 +140,24 @@ def scripted_eval(env_id, policy_class, episodes, env_kwargs=None):
                 **goals_entry(s["mean_goals"]))
 
 
-def evaluate_seeds(bench, seeds, episodes):
-    """[{seed, curve, final}] of the trained seeds."""
+def run_parallel(calls, parallel):
+    """[fn(*args) for fn, args in calls], ``parallel`` worker processes at a time (spawned: a fresh interpreter with
+    this one's environment and one thread each), in order; in this process when ``parallel`` ≤ 1. The functions
+    must be importable (module level)."""
+    if parallel <= 1 or len(calls) <= 1:
+        return [fn(*args) for fn, args in calls]
+    with ProcessPoolExecutor(min(parallel, len(calls)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(fn, *args) for fn, args in calls]
+        return [f.result() for f in futures]
+
+
+def evaluate_seeds(bench, seeds, episodes, parallel=1):
+    """[{seed, curve, final}] of the trained seeds, ``parallel`` evaluations at a time."""
+    finals = run_parallel([(final_eval, (bench.run_dir(s) / "model.zip", episodes)) for s in seeds], parallel)
     runs = []
-    for s in seeds:
-        runs.append(dict(seed=s, curve=curve(bench.run_dir(s)), final=final_eval(bench.run_dir(s) / "model.zip",
-                                                                                  episodes)))
-        print(f"seed {s}: final success {runs[-1]['final']['success_rate']:.2f}", flush=True)
+    for s, final in zip(seeds, finals):
+        runs.append(dict(seed=s, curve=curve(bench.run_dir(s)), final=final))
+        print(f"seed {s}: final success {final['success_rate']:.2f}", flush=True)
     return runs
 
 
@@ -266,7 +280,8 @@ def arg_parser(doc, sweep_episodes=None):
         p.add_argument("--sweep-episodes", type=int, default=sweep_episodes,
                        help=f"episodes per accuracy-sweep setting (default {sweep_episodes})")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--parallel", type=int, default=2, help="training processes at a time (default 2)")
+    p.add_argument("--parallel", type=int, default=2,
+                   help="training processes at a time, and evaluations after them (default 2)")
     p.add_argument("--episodes", type=int, default=50, help="held-out episodes per final model (default 50)")
     p.add_argument("--plot-only", action="store_true", help="redraw the plots and section from the JSON")
     p.add_argument("--note", default="nothing", help="what else ran on the machine meanwhile (for the section)")

@@ -5,6 +5,7 @@ benchmarks/RESULTS.md)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +21,35 @@ FRANKA = POLICIES / "CenicFranka-v0"
 # the Allegro policy's task is the goal task goal="z" that issue 37 evaluates)
 LEARNED = {"CenicFranka-v0": {"action_type", "ee_delta_scale", "ee_delta_origin"}, "CenicSuction-v0": set(),
            "CenicQuadruped-v0": {"action_type"}, "CenicAllegro-v0": {"goal"}}
-# `cenic-gym eval --episodes 3 --seed 424242` of each (deterministic): the pick-and-place policies succeed in all three;
-# the Go1 joystick policy (0.70 of 50 held-out episodes, RESULTS.md) in two, walking all three to the end; the Allegro
-# z-rotation policy (0.54 of 50, below its target) reaches one goal in one of three, keeping the cube on the palm
-EVAL_OUTPUT = {"CenicFranka-v0": "success rate 1.00", "CenicSuction-v0": "success rate 1.00",
-               "CenicQuadruped-v0": "success rate 0.67, length 1000.0",
-               "CenicAllegro-v0": "success rate 0.67, goals per episode 1.33, length 400.0"}
+# `cenic-gym eval --seed 424242` of each: episodes per env (a few; 50 per seed in benchmarks/RESULTS.md). The exact
+# figures are the host's, not the policy's: OpenBLAS and torch pick their kernels by instruction set, so a host of
+# another CPU family rounds differently, and a grasp, a gait or a cube turned by four fingers amplifies that into
+# other (equally valid) episodes: the shipped Allegro policy reaches 4 goals in these 3 episodes on an AMD Zen 5
+# host and 2 on an Intel one, with the same code. So the test asks for what the shipped held-out figure implies on
+# any host: at least success_floor(...) successes (a broken policy or task reaches none).
+EVAL_EPISODES = {"CenicFranka-v0": 5, "CenicSuction-v0": 5, "CenicQuadruped-v0": 10, "CenicAllegro-v0": 10}
+EVAL_RISK = 0.005  # the chance that a policy as good as shipped fails the floor
+
+
+def success_floor(final, episodes, risk=EVAL_RISK):
+    """The fewest successes in ``episodes`` that a policy plays with probability ≥ 1 − risk when its success rate is
+    the 95 % lower (Clopper–Pearson) bound of the shipped held-out figure ``final`` (training.json: its episodes and
+    success rate, themselves a sample)."""
+    from scipy.stats import beta, binom
+
+    n = final["episodes"]
+    k = round(final["success_rate"] * n)
+    p = float(beta.ppf(0.05, k, n - k + 1)) if k else 0.0
+    return int(binom.ppf(risk, episodes, p))
+
+
+def test_success_floor():
+    # 29 of 50 (the shipped Allegro figure): the rate's lower bound is about 0.46, P(no success in 10) = 0.2 %
+    assert success_floor({"episodes": 50, "success_rate": 0.58}, 10) == 1
+    assert success_floor({"episodes": 50, "success_rate": 1.0}, 5) == 3
+    assert success_floor({"episodes": 50, "success_rate": 0.0}, 5) == 0
+    assert success_floor({"episodes": 50, "success_rate": 1.0}, 20) > success_floor({"episodes": 50,
+                                                                                      "success_rate": 0.5}, 20)
 
 
 def test_every_policy_folder_is_complete():
@@ -52,10 +76,18 @@ def test_learned_policy_evaluates_the_unmodified_task(env_id):
 
 @pytest.mark.parametrize("env_id", sorted(LEARNED))
 def test_cenic_gym_eval_plays_the_shipped_policy(env_id, capsys):
-    """`cenic-gym eval` on held-out seeds: the policy network alone acting (EVAL_OUTPUT)."""
-    assert cli.main(["eval", str(POLICIES / env_id / "model.zip"), "--episodes", "3", "--seed", "424242"]) == 0
+    """`cenic-gym eval` on held-out seeds, the policy network alone acting: at least the successes its shipped
+    held-out figure implies (:func:`success_floor`)."""
+    n = EVAL_EPISODES[env_id]
+    assert cli.main(["eval", str(POLICIES / env_id / "model.zip"), "--episodes", str(n), "--seed", "424242"]) == 0
     out = capsys.readouterr().out
-    assert "3 episodes" in out and EVAL_OUTPUT[env_id] in out, out
+    assert f"{n} episodes" in out, out
+    rate = float(re.search(r"success rate ([0-9.]+)", out).group(1))
+    final = json.loads((POLICIES / env_id / "training.json").read_text())["final"]
+    assert round(rate * n) >= success_floor(final, n), out
+    goals = re.search(r"goals per episode ([0-9.]+)", out)
+    if goals:  # each successful episode reached at least one goal
+        assert float(goals.group(1)) >= rate, out
 
 
 @pytest.mark.parametrize("env_id", sorted(LEARNED))

@@ -141,9 +141,9 @@ def scripted_eval(env_id, policy_class, episodes, env_kwargs=None):
 
 
 def run_parallel(calls, parallel):
-    """[fn(*args) for fn, args in calls], ``parallel`` worker processes at a time (spawned: a fresh interpreter with
-    this one's environment and one thread each), in order; in this process when ``parallel`` ≤ 1. The functions
-    must be importable (module level)."""
+    """[fn(*args) for fn, args in calls], ``parallel`` worker processes at a time (spawned: fresh interpreters with
+    this one's environment, so run with ``OMP_NUM_THREADS=1`` for one thread each), in order; in this process when
+    ``parallel`` ≤ 1. The functions must be importable (module level)."""
     if parallel <= 1 or len(calls) <= 1:
         return [fn(*args) for fn, args in calls]
     with ProcessPoolExecutor(min(parallel, len(calls)), mp_context=multiprocessing.get_context("spawn")) as pool:

@@ -318,3 +318,16 @@ def ship(bench, runs, seed):
     run = next(r for r in runs if r["seed"] == seed)
     (policy / "training.json").write_text(json.dumps(run, indent=1))  # seed, curve, final and the task's extras
     return {k: v for k, v in errors.items() if k.endswith(".onnx")}
+
+
+def sweep_verdict(sweep):
+    """The sentence on an accuracy sweep's flags (``cenic_gym.sim2real.accuracy``: a setting is flagged when its
+    success rate beats the reference's by more than ``FLAG_MARGIN``)."""
+    from cenic_gym.sim2real.accuracy import FLAG_MARGIN
+
+    if sweep["flagged"]:
+        return (f" Flagged (a looser setting succeeds more often than the reference {sweep['reference']}, by more "
+                f"than {FLAG_MARGIN:.2f}): {', '.join(sweep['flagged'])}.")
+    return (f" No setting succeeds more often than the reference ({sweep['reference']}) by more than "
+            f"{FLAG_MARGIN:.2f}, the sweep's flag margin (its episodes are few: each success rate is uncertain by "
+            "about that much).")

@@ -31,7 +31,7 @@ import numpy as np
 
 from bench_common import provenance
 from learning_common import (FINAL_SEED, Benchmark, arg_parser, best_seed, curve, files_table, median_success,
-                             publish_curves, ship, stamp, stamp_note, steps_to, table, train_seeds)
+                             publish_curves, ship, stamp, stamp_note, steps_to, sweep_verdict, table, train_seeds)
 
 ENV_ID = "CenicQuadruped-v0"
 BENCH = Benchmark(ENV_ID, "learning_quadruped")
@@ -245,13 +245,10 @@ def section(data, plot_only=False):
               + f" on the same {ours['shipped_mujoco']['episodes']} episodes; `training/policies/{ENV_ID}/README.md` "
               "says what this does and does not cover of a real Go1. ![tracking](learning_quadruped_tracking.png)"]
     sweep = ours["sweep"]
-    flagged = (f" Flagged (a looser setting succeeds more often than the reference {sweep['reference']}): "
-               f"{', '.join(sweep['flagged'])}." if sweep["flagged"] else
-               f" No looser setting succeeds more often than the reference ({sweep['reference']}).")
     lines += ["", f"**The shipped policy's accuracy sweep** (seeds 0–{ours['sweep_episodes'] - 1}; success, CENIC "
               "substeps per env step, deepest contact): "
               + "; ".join(f"{k}: {r['success']:.2f}, {r['substeps']:.1f}, {1e3 * r['penetration']:.2f} mm"
-                          for k, r in sweep["rows"].items()) + "." + flagged]
+                          for k, r in sweep["rows"].items()) + "." + sweep_verdict(sweep)]
     return "\n".join(lines)
 
 

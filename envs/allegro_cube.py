@@ -68,7 +68,7 @@ def default_config():
         # domain randomization (ours; the ranges the issue asks for), drawn per episode when enabled
         randomization=dict(cube_size=(0.06, 0.07), cube_mass=(0.07, 0.13), cube_friction=(0.7, 1.2),
                            kp_scale=(0.9, 1.1), kd_scale=(0.9, 1.1)),
-        privileged_obs=False,  # True: Dict observation {"policy": (55,), "critic": (108,)}
+        privileged_obs=False,  # True: Dict observation {"policy": (59,), "critic": (108,)}
     )
 
 
@@ -150,6 +150,7 @@ OBS = ObsLayout(
     Segment("joint_positions", 16, 0.01, "joint positions [rad]"),
     Segment("target_minus_joints", 16, 0.01, "joint targets − joint positions [rad]"),
     Segment("cube_position", 3, 0.002, "cube centre − palm centre (0, −0.0475 m along x, on the palm face) [m]"),
+    Segment("cube_orientation", 4, 0.01, "cube orientation quaternion (x, y, z, w), w ≥ 0"),
     Segment("rotation_to_goal", 4, 0.01, "rotation from cube to goal, quaternion q_goal ⊗ q_cube⁻¹ (x, y, z, w), "
                                           "w ≥ 0"),
     Segment("applied", 16, 0.0, "last applied action (= the previous action, unless ``action_delay`` > 0)"),
@@ -179,17 +180,22 @@ class AllegroCubeEnv(CenicEnv):
 
     ## Observation space
 
-    ``Box(-inf, inf, (55,), float32)``, world frame (z = palm normal, x along the fingers; ``allegro_cube.OBS``
+    ``Box(-inf, inf, (59,), float32)``, world frame (z = palm normal, x along the fingers; ``allegro_cube.OBS``
     declares it):
 
 OBSERVATION_TABLE
 
-    With ``privileged_obs=True`` the observation is ``Dict(policy=Box((55,)), critic=Box((108,)))`` (asymmetric
-    actor-critic; noise only on "policy"). critic: 0–54 the policy observation without noise; 55–70 joint
-    velocities [rad/s]; 71–73 cube linear velocity [m/s]; 74–76 cube angular velocity [rad/s]; 77–88 fingertip
-    sphere centres − palm centre (index, middle, ring, thumb) [m]; 89–100 contact force on the cube from each
-    fingertip [N]; 101–104 cube orientation quaternion (x, y, z, w); 105 cube size [m]; 106 cube mass [kg];
-    107 cube friction μ. ``privileged_obs=False`` (default) keeps the flat Box that plain SB3 policies take.
+    The cube's pose (position and orientation) is observed as a real hand's object tracker gives it, and as the
+    anchors' policies see it (Gymnasium-Robotics' HandManipulateBlock, IsaacGymEnvs' AllegroHand full state): the
+    rotation to the goal alone leaves the cube's edges, which the fingers push, unobserved (the goal's own yaw is
+    drawn at random; docs/performance.md, "Task definitions that measurements changed").
+
+    With ``privileged_obs=True`` the observation is ``Dict(policy=Box((59,)), critic=Box((108,)))`` (asymmetric
+    actor-critic; noise only on "policy"). critic: 0–58 the policy observation without noise; 59–74 joint
+    velocities [rad/s]; 75–77 cube linear velocity [m/s]; 78–80 cube angular velocity [rad/s]; 81–92 fingertip
+    sphere centres − palm centre (index, middle, ring, thumb) [m]; 93–104 contact force on the cube from each
+    fingertip [N]; 105 cube size [m]; 106 cube mass [kg]; 107 cube friction μ. ``privileged_obs=False``
+    (default) keeps the flat Box that plain SB3 policies take.
 
     ## Rewards
 
@@ -382,13 +388,14 @@ OBSERVATION_TABLE
         q, v = self.view.q, self.view.v
         qh = q[self.hand_q]
         q_cube = q[self.cube_q]
-        obs = OBS.pack(qh, self.q_target - qh, q_cube[:3] - self.palm_centre, rotation_to_goal(q_cube[3:7], self.goal),
-                       self.applied)
+        q_c = q_cube[3:7]
+        obs = OBS.pack(qh, self.q_target - qh, q_cube[:3] - self.palm_centre, -q_c if q_c[3] < 0 else q_c,
+                       rotation_to_goal(q_c, self.goal), self.applied)
         if not self.config["privileged_obs"]:
             return obs
         p = self.params
         tips = np.concatenate([self.sim.body_pose(f)[0] - self.palm_centre for f in ac.TIP_FRAMES])
-        critic = np.concatenate([obs, v[self.hand_v], v[self.cube_v], tips, self.tip_forces().ravel(), q_cube[3:7],
+        critic = np.concatenate([obs, v[self.hand_v], v[self.cube_v], tips, self.tip_forces().ravel(),
                                  [p["cube_size"], p["cube_mass"], p["cube_friction"]]])
         return dict(policy=obs, critic=critic)
 

@@ -14,8 +14,8 @@ import pytest
 
 import cenic_gym  # noqa: F401  (registers the envs)
 from cenic_gym.envs import allegro_constants as ac
-from cenic_gym.envs.allegro_cube import (NOMINAL, PALM_FACE_Z, AllegroCubeEnv, cube_tilt, cube_yaw, level_quaternion,
-                                         quat_conjugate, quat_multiply, yaw_quaternion)
+from cenic_gym.envs.allegro_cube import (NOMINAL, OBS, PALM_FACE_Z, AllegroCubeEnv, cube_tilt, cube_yaw,
+                                         level_quaternion, quat_conjugate, quat_multiply, yaw_quaternion)
 from cenic_gym.model import quat_xyzw_to_matrix
 
 G = 9.81
@@ -147,7 +147,7 @@ def test_goal_reached_counts_and_resamples():
     assert env.rot_error < 0.1
     # the next goal is a new yaw about the palm normal: its rotation from the cube has only a z part
     assert not np.allclose(env.goal, yaw_quaternion(0.0))
-    d = env._observe()[35:39]
+    d = env._observe()[OBS["rotation_to_goal"]]
     assert abs(d[0]) < 0.05 and abs(d[1]) < 0.05
     # a goal 0.15 rad away counts at 0.2 rad only, once
     env.reset(seed=0, options={"goal": yaw_quaternion(0.15)})
@@ -179,6 +179,23 @@ def test_z_goals_lie_flat_whatever_the_tilt_of_the_cube_that_reached_the_last():
     env.reset(seed=0)
     goal = env._sample_goal(quat_multiply(np.array([math.sin(0.05), 0, 0, math.cos(0.05)]), flat))
     assert cube_tilt(quat_xyzw_to_matrix(goal)) < 1e-7
+
+
+def test_observation_holds_the_cube_pose_and_the_rotation_to_the_goal():
+    """The policy sees the cube's orientation (w ≥ 0) beside the rotation to the goal: the goal follows from the
+    two, q_goal = d ⊗ q_cube, while the rotation to the goal alone leaves the cube's edges unobserved."""
+    env = make(goal="z")
+    env.reset(seed=4)
+    for _ in range(5):
+        obs, *_ = env.step(env.np_random.uniform(-1.0, 1.0, 16))
+        q = env.sim.q[env.cube_q]
+        q_obs = obs[OBS["cube_orientation"]]
+        assert q_obs[3] >= 0.0
+        np.testing.assert_allclose(q_obs, q[3:7] if q[6] >= 0.0 else -q[3:7], atol=1e-6)
+        np.testing.assert_allclose(obs[OBS["cube_position"]], q[:3] - env.palm_centre, atol=1e-6)
+        goal = quat_multiply(obs[OBS["rotation_to_goal"]], q_obs)
+        assert abs(abs(float(np.dot(goal, env.goal))) - 1.0) < 1e-5
+    assert env.observation_space.shape == (OBS.size,) == (59,)
 
 
 def test_drop_terminates_with_penalty():
@@ -217,15 +234,15 @@ def test_privileged_observation_parts():
     env = make(**STILL, privileged_obs=True)
     obs, _ = env.reset(seed=0)
     assert obs["critic"].shape == (AllegroCubeEnv.N_CRITIC_OBS,)
-    np.testing.assert_array_equal(obs["critic"][:55], obs["policy"])
+    np.testing.assert_array_equal(obs["critic"][:AllegroCubeEnv.N_POLICY_OBS], obs["policy"])
     target = NOMINAL.copy()
     target[4:8] = PRESS
     hold(env, target, 30)
     critic = env._observe()["critic"]
-    np.testing.assert_allclose(critic[89:101].reshape(4, 3), env.tip_forces())
-    assert critic[92:95][2] < -1.0  # the middle fingertip's push
+    np.testing.assert_allclose(critic[93:105].reshape(4, 3), env.tip_forces())
+    assert critic[96:99][2] < -1.0  # the middle fingertip's push
     tip, _ = env.sim.body_pose(ac.TIP_FRAMES[1])
-    np.testing.assert_allclose(critic[80:83], tip - env.palm_centre)
+    np.testing.assert_allclose(critic[84:87], tip - env.palm_centre)
     np.testing.assert_allclose(critic[105:108], [0.065, 0.1, 1.0])
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .rollout import make_env, run_episode, state_divergence, summarize
 
+FLAG_MARGIN = 0.2  # a setting is flagged when its success rate beats the reference's by more than this
 ACCURACIES = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
 FIXED_STEPS = (0.05, 0.01, 0.002)
 
@@ -55,7 +56,7 @@ def _check_values(name, values, upper):
 
 
 def accuracy_sweep(env_id, policy, seeds, accuracies=ACCURACIES, fixed_steps=FIXED_STEPS, env_kwargs=None,
-                   max_steps=None, flag_margin=0.2, progress=None):
+                   max_steps=None, flag_margin=FLAG_MARGIN, progress=None):
     """Run the sweep (see the module docstring). ``seeds``: episode seeds (the same episodes in every setting);
     ``env_kwargs``: further env options; ``max_steps``: cut episodes short (tests); ``progress(label, summary)``:
     called after each setting. Returns an :class:`AccuracySweep`."""

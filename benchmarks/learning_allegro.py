@@ -14,7 +14,7 @@ at its end. Beside it on the same episodes: the recipe's teacher (``GoalRotator`
 env's default ``goal="so3"`` (goals uniform over all orientations, which a policy trained to turn about the palm
 normal is not expected to reach). The best seed ships to ``training/policies/CenicAllegro-v0/`` with its accuracy
 sweep (``cenic_gym.sim2real.accuracy``: ε = 1e-1 … 1e-5 and fixed steps of 50, 10 and 2 ms). Writes
-``benchmarks/learning_allegro.{json,png}`` and the RESULTS.md section ``allegro-learning``. About 95 min on 2
+``benchmarks/learning_allegro.{json,png}`` and the RESULTS.md section ``allegro-learning``. About 80 min on 2
 cores; ``--plot-only`` rebuilds the plots and the section from the JSON. Wall times are reported, so run it on an
 otherwise idle machine (or say what else ran with ``--note``).
 """

@@ -205,7 +205,9 @@ over the heel and stalls once the cube has drifted towards it, `docs/performance
 **{f['success_rate']:.2f}**, **{f['mean_goals']:.2f}** goals per episode, mean return {f['mean_return']:.1f}. On
 `goal="so3"` (goals over all orientations) the same network reaches success {run['so3']['success_rate']:.2f}: it
 only learned to turn about the palm normal. Its accuracy sweep (ε and fixed steps) is in `benchmarks/RESULTS.md`,
-"Learning: the Allegro z-rotation".
+"Learning: the Allegro z-rotation", which names the host of these figures: an episode is bit-identical from run to
+run on one host, but contact-rich ones part ways at the host's rounding (libm, BLAS, code generation), so another CPU
+moves the counts by a few episodes.
 
     cenic-gym demo {ENV_ID} --policy training/policies/{ENV_ID} --duration 20 --seed {ours['video_seed']} --video allegro_policy.mp4
 

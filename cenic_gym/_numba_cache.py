@@ -53,9 +53,10 @@ PACKAGE = __name__.rpartition(".")[0]
 PRUNE_AFTER_DAYS = 30
 VERSIONS = "\0".join((sys.version, numba.__version__, llvmlite.__version__, numpy.__version__))
 # the module whose cache tells a cold start (every simulation runs its kernels) and what that costs: the cold
-# first runs of benchmarks/compile_time.py (104-124 s per env, 140 s for the clutter on 2 AMD EPYC cores)
+# first runs of an env in benchmarks/compile_time.py and docs/performance.md "Targets" (62-69 s on an Intel Xeon,
+# 70-83 s on an AMD Zen 5, 177 s on an AMD Zen 3 host, 2-core VMs each)
 COLD_PROBE = "cenic"
-COLD_COMPILE = "about 2 minutes"
+COLD_COMPILE = "1-3 minutes"
 _DIR_NAME = re.compile(r"\w+-[0-9a-f]{16}")
 # `from .x import ...`, `from . import x, y`, `from <package>[.x] import ...`, `import <package>.x`
 _IMPORT = re.compile(rf"^[ \t]*(?:from[ \t]+(?:\.|{PACKAGE}\b\.?)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)"

@@ -90,16 +90,20 @@ def period_start_step(dt, period_dt):
 
 
 @njit(cache=True)
-def state_terms(M_upper, v, q, contacts, vs, static, out):
-    """Everything of x^n the convex problems of all step sizes share, written into ``out``.
+def state_terms(M_upper, v, q, nc, vs, state):
+    """Everything of x^n the convex problems of all step sizes share, written into ``state.out``
+    (:class:`StateArgs`) from its first nc contacts.
 
     out = (M (symmetrized from Pinocchio's upper triangle), D = diag(M)^(-1/2), the lagged contact terms μ, f_n0
     and Delassus estimate w (ICF §VI), the limit pool's c^n and m = 1/W_ii ≈ M_jj (erratum E3), the coupler
-    pool's c^n = q0 − ρ q1 − offset and m = 1/(1/M_00 + ρ²/M_11) (docs/physics.md §2.8)).
-    contacts = (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, nc); static = the system's limit and coupler indices."""
-    Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, nc = contacts
-    limit_q, limit_v, cpl_q0, cpl_q1, cpl_v0, cpl_v1, cpl_ratio, cpl_offset = static
-    M, dscale, mu, fn0, w, lc, lm, kc, km = out
+    pool's c^n = q0 − ρ q1 − offset and m = 1/(1/M_00 + ρ²/M_11) (docs/physics.md §2.8)). The contacts come from
+    the state's pool (its query's buffers) and (μ_s, μ_d), the limit and coupler indices from ``state.static``.
+    Each field is read where it is unpacked: numba then counts its arrays once, not once more per tuple."""
+    pool = state.contacts
+    Jc, cols, ncols, normal, phi, k, d = pool.Jc, pool.cols, pool.ncols, pool.normal, pool.phi0, pool.k, pool.d
+    mu_s, mu_d = state.friction
+    limit_q, limit_v, cpl_q0, cpl_q1, cpl_v0, cpl_v1, cpl_ratio, cpl_offset = state.static
+    M, dscale, mu, fn0, w, lc, lm, kc, km = state.out
     n = M_upper.shape[0]
     minv = np.empty(n)
     for i in range(n):
@@ -124,15 +128,13 @@ def prepare_kernel(q, v, Jw, M_upper, lookahead, vs, state):
     pairs need coal (then the caller finishes those and calls :func:`state_terms`), the state terms, into the
     buffers of ``state`` (:class:`StateArgs`). Returns (number of contacts, number of pairs left to coal, smallest
     signed distance φ [m] (inf if none))."""
-    args = state.query
-    n, n_fallback = _query_kernel(q, v, Jw, lookahead, args)
-    contacts = query_contacts(args, n)
-    _, _, _, _, phi, _, _, _, _, _ = contacts  # (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, nc)
+    n, n_fallback = _query_kernel(q, v, Jw, lookahead, state)
+    phi = state.contacts.phi0  # the query's buffer at full capacity: its first n are this query's
     phi_min = math.inf
     for i in range(n):
         phi_min = min(phi_min, phi[i])
     if n_fallback == 0:
-        state_terms(M_upper, v, q, contacts, vs, state.static, state.out)
+        state_terms(M_upper, v, q, n, vs, state)
     return n, n_fallback, phi_min
 
 
@@ -228,11 +230,13 @@ class StateArgs(structref.StructRefProxy):
     :class:`~cenic_gym.solver.CouplerPoolRef` of its :class:`~cenic_gym.icf.LimitPool` and
     :class:`~cenic_gym.icf.CouplerPool`; :class:`~cenic_gym.solver.ContactPoolRef` of the query's contact buffers
     and the lagged terms of ``out`` at full capacity, its count set by each solve: :func:`icf_step`), built once per
-    cache, so that a solve passes each pool as one reference instead of building it from its arrays.
+    cache, so that a solve passes each pool as one reference instead of building it from its arrays; friction =
+    the query's (μ_s, μ_d) buffers, which :func:`state_terms` reads besides the pool's.
     References to the cache's arrays, not copies; not picklable (rebuilt after a copy)."""
 
 
-structref.define_proxy(StateArgs, StateArgsType, ["query", "static", "out", "limits", "couplers", "contacts"])
+structref.define_proxy(StateArgs, StateArgsType,
+                       ["query", "static", "out", "limits", "couplers", "contacts", "friction"])
 
 
 @njit(cache=True)
@@ -240,9 +244,10 @@ def new_state_args(packed, static, out, limits, couplers):
     """A :class:`StateArgs` of a contact query's ``packed`` buffers (:attr:`cenic_gym.contact.ContactQuery.packed`)
     and the state's buffers (built in a cached kernel, as :func:`new_solve_workspace`)."""
     query = unpack_query_args(packed[0], packed[1], packed[2], packed[3])
-    Jc, cols, ncols, normal, phi, k, d, _, _, _ = query_contacts(query, out[OUT_MU].shape[0])
+    Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, _ = query_contacts(query, out[OUT_MU].shape[0])
     contacts = slv.ContactPoolRef(Jc, cols, ncols, normal, phi, k, d, out[OUT_MU], out[OUT_FN0], out[OUT_W], 0)
-    return StateArgs(query, static, out, slv.LimitPoolRef(*limits), slv.CouplerPoolRef(*couplers), contacts)
+    return StateArgs(query, static, out, slv.LimitPoolRef(*limits), slv.CouplerPoolRef(*couplers), contacts,
+                     (mu_s, mu_d))
 
 
 @njit(cache=True)
@@ -959,10 +964,9 @@ class CenicIntegrator:
         contacts, then the state terms of all. Returns (number of contacts, smallest signed distance φ [m])."""
         query = cache.query
         n = query.coal_fallback(n, Jw)
-        cs = query.contact_set(n)
-        state_terms(M_upper, v, q, (cs.Jc, cs.cols, cs.ncols, cs.normal, cs.phi, cs.stiffness, cs.dissipation,
-                                    cs.mu_static, cs.mu_dynamic, n), self.vs, self._static, cache.out)
-        return n, float(cs.phi.min()) if n else math.inf
+        state_terms(M_upper, v, q, n, self.vs, self._state_args(cache))  # its buffers are the query's
+        phi = query.contact_set(n).phi
+        return n, float(phi.min()) if n else math.inf
 
     @staticmethod
     def _bind_contacts(cache, n):

@@ -327,15 +327,17 @@ def query_contacts(args, n):
 
 
 @njit(cache=True)
-def _query_kernel(q, v, Jw, lookahead, args):
+def _query_kernel(q, v, Jw, lookahead, state):
     """One numba call per query: poses, speed bounds, broad + narrow phase and the contact Jacobians of the
-    numba-handled pairs (``args`` = unpack_query_args(*ContactQuery.packed)). Returns (contacts, pairs left to coal)."""
+    numba-handled pairs. ``state.query`` = unpack_query_args(*ContactQuery.packed) (``state``: the
+    :class:`cenic_gym.cenic.StateArgs` of the query's state; read and unpacked here at once, so that numba counts
+    its 42 arrays once). Returns (contacts, pairs left to coal)."""
     (joint_kind, joint_idx_q, joint_cols, joint_ncols, joint_R, joint_p,
      geom_joint, geom_R, geom_p, geom_bound, geom_Rw, geom_pw, geom_speed,
      pairs, gtype, gsize, gk, gd, gmus, gmud, margin,
      out_p, out_n, out_phi, out_ga, out_gb, out_ja, out_jb, out_k, out_d, out_mus, out_mud,
      fallback, pair_margin, Jc, cols, ncols, gbox_c, gbox_h,
-     joint_parent, joint_axis, joint_place_R, joint_place_p) = args
+     joint_parent, joint_axis, joint_place_R, joint_place_p) = state.query
     joint_poses_from_q(q, joint_kind, joint_idx_q, joint_parent, joint_axis, joint_place_R, joint_place_p, joint_R,
                        joint_p)
     geometry_poses(joint_R, joint_p, geom_joint, geom_R, geom_p, geom_Rw, geom_pw)

@@ -29,8 +29,7 @@ from numba import njit
 from numba.experimental import structref
 
 from . import solver as slv
-from .contact import (DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics_and_inertia, query_contacts,
-                      unpack_query_args)
+from .contact import DEFAULT_MARGIN, ContactQuery, _query_kernel, compute_kinematics_and_inertia, query_contacts
 from .icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_impulse, contact_lagged_params
 from .errors import AccuracyNotMetError, SimulationError, SolverFailure  # noqa: F401  (re-exported)
 from .external import ExternalSystems, GainLaw, joint_pd_law
@@ -223,9 +222,9 @@ class StateArgsType(slv.FieldsType):
 
 class StateArgs(structref.StructRefProxy):
     """The buffers of one cached state (:class:`StateCache`), as one kernel argument (:func:`new_state_args`):
-    query = the argument tuple of the contact query's kernel (:func:`cenic_gym.contact.unpack_query_args`: views of
-    :attr:`cenic_gym.contact.ContactQuery.packed`, made once here instead of at every query: 1.0 µs of the 2.0 µs
-    query of a sphere on the ground), static = the system's limit and coupler indices, out = the state terms
+    query = the argument tuple of the contact query's kernel (:meth:`cenic_gym.contact.ContactQuery.kernel_args`:
+    views of :attr:`cenic_gym.contact.ContactQuery.packed`, made once per cache instead of at every query: 1.0 µs of
+    the 2.0 µs query of a sphere on the ground), static = the system's limit and coupler indices, out = the state terms
     (:func:`state_terms`), and the state's constraint pools by reference (:class:`~cenic_gym.solver.LimitPoolRef`,
     :class:`~cenic_gym.solver.CouplerPoolRef` of its :class:`~cenic_gym.icf.LimitPool` and
     :class:`~cenic_gym.icf.CouplerPool`; :class:`~cenic_gym.solver.ContactPoolRef` of the query's contact buffers
@@ -240,10 +239,9 @@ structref.define_proxy(StateArgs, StateArgsType,
 
 
 @njit(cache=True)
-def new_state_args(packed, static, out, limits, couplers):
-    """A :class:`StateArgs` of a contact query's ``packed`` buffers (:attr:`cenic_gym.contact.ContactQuery.packed`)
+def new_state_args(query, static, out, limits, couplers):
+    """A :class:`StateArgs` of a contact query's kernel arguments (:meth:`cenic_gym.contact.ContactQuery.kernel_args`)
     and the state's buffers (built in a cached kernel, as :func:`new_solve_workspace`)."""
-    query = unpack_query_args(packed[0], packed[1], packed[2], packed[3])
     Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, _ = query_contacts(query, out[OUT_MU].shape[0])
     contacts = slv.ContactPoolRef(Jc, cols, ncols, normal, phi, k, d, out[OUT_MU], out[OUT_FN0], out[OUT_W], 0)
     return StateArgs(query, static, out, slv.LimitPoolRef(*limits), slv.CouplerPoolRef(*couplers), contacts,
@@ -290,7 +288,7 @@ def icf_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, 
     return ok
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def icf_step_at(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, v, q_out):
     """:func:`icf_step` from a prepared state, the friction bounds it used overwriting the state's f_n0, which no
     later solve from this state reads (the integrator calls this for the second half step and for fixed steps).
@@ -299,7 +297,7 @@ def icf_step_at(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gain
                     state.contacts.fn0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def icf_full_and_half(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains_full, gains_half, v_full,
                       q_full, v_half, q_half):
     """The two solves of a step-doubling attempt that start from x^n (CENIC §V-A): the full step (warm start v^n)
@@ -317,7 +315,7 @@ def icf_full_and_half(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate
     return True, ok
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def max_abs_diff(a, b):
     """‖a − b‖_∞ (0 for empty vectors); NaN propagates as inf."""
     e = 0.0
@@ -447,7 +445,7 @@ def adjust_step_size(dt, err, accuracy, min_step, max_step, order=ERROR_ORDER):
     return min(max(new, min_step), max_step), accepted
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def attempt_step_size(dt, period_dt, predict, remaining):
     """The size of an attempt: (nominal δt, δt of the attempt, clipped or not). The nominal δt is ``dt`` [s], or
     :func:`period_start_step` of it when ``predict`` (the first attempt of a control period). The attempt is the
@@ -467,7 +465,7 @@ def attempt_step_size(dt, period_dt, predict, remaining):
     return dt_nominal, h, h < dt_nominal
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def step_outcome(h, dt_nominal, clipped, err, accuracy, per_unit, min_step, max_step):
     """Accept or reject an attempt of size h [s] with error estimate ``err`` (:func:`adjust_step_size` against
     ε, or ε h/(1 s) with error per unit step). Returns (accepted, the next δt [s], the attempt was at min_step, the
@@ -480,7 +478,7 @@ def step_outcome(h, dt_nominal, clipped, err, accuracy, per_unit, min_step, max_
     return False, new_dt, h <= min_step * (1 + 1e-12), tol
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def record_attempt(accepted, h, dt_next, period_start, clock, counts, window):
     """The bookkeeping of one attempted step of size ``h`` [s], the same for :meth:`CenicIntegrator.step` and the
     compiled loop (:func:`advance_free_bodies`): accepted, the clock moves by h, the step is counted and its size
@@ -856,7 +854,7 @@ class CenicIntegrator:
         """The :class:`StateArgs` of a cache's buffers (built once per cache, and again after a copy)."""
         args = cache.args
         if args is None:
-            args = cache.args = new_state_args(cache.query.packed, self._static, cache.out, cache.limit_pool,
+            args = cache.args = new_state_args(cache.query.kernel_args(), self._static, cache.out, cache.limit_pool,
                                                cache.coupler_pool)
         return args
 

@@ -11,6 +11,7 @@ of the witness points, and the relative-velocity Jacobian gives v_c = v_B − v_
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,7 @@ def find_contacts(pairs, gtype, gsize, gR, gp, gbound, gjoint, gk, gd, gmus, gmu
     two geometry queries (speculative contacts cost nothing until the step would close their gap, ICF §III-B).
     Pairs that pass the broad phase but need coal are flagged in ``fallback`` once their oriented bounding boxes
     (``gbox_c``, ``gbox_h`` in the geometry frames) are also within the margin. Returns the number of contacts."""
-    n = 0
+    n = np.int64(0)  # not Literal[int](0), for which numba would compile collide_primitives once more
     ca = np.empty(3)
     cb = np.empty(3)
     for ip in range(pairs.shape[0]):
@@ -126,7 +127,7 @@ class ContactSet:
 
 
 # The argument order of :func:`_query_kernel` (None: the margin scalar). Names are ContactQuery workspace
-# attributes or MultibodySystem attributes; :func:`unpack_query_args` unpacks them in this order.
+# attributes or MultibodySystem attributes; :meth:`ContactQuery.kernel_args` makes their views in this order.
 _QUERY_FIELDS = (
     "joint_kind", "joint_idx_q", "joint_cols", "joint_ncols", "joint_R", "joint_p",
     "geom_joint", "geom_R", "geom_p", "geom_bound", "geom_Rw", "geom_pw", "geom_speed",
@@ -172,7 +173,8 @@ class ContactQuery:
         # rebuilt from the buffers, so that a pickled or deep-copied query writes where its kernel reads.
         arrays = [None if name is None else work[name] if name in work else getattr(s, name)
                   for name in _QUERY_FIELDS]
-        F, I, L, _ = pack_arrays(arrays)
+        F, I, L, views = pack_arrays(arrays)
+        self._fields = tuple(None if a is None else (a.ndim, a.dtype.kind == "i") for a in views)
         self._view_shapes = {name: work[name].shape for name in work}
         self.packed = (F, I, L, self.margin)
         self._bind_views()
@@ -189,6 +191,22 @@ class ContactQuery:
             setattr(self, name, buf[L[k, 0]:L[k, 0] + size].reshape(shape))
         self._last_n = -1
         self._last_set = None
+
+    def kernel_args(self):
+        """The argument tuple of :func:`_query_kernel` (after q, v, Jw, lookahead): views of the packed buffers in the
+        order of ``_QUERY_FIELDS``, the margin in its place; made once per cached state (``cenic.new_state_args``).
+        Made here rather than in numba, where a reshape compiles numba's shape-error messages and the string
+        formatting under them on a cold start."""
+        F, I, L, margin = self.packed
+        args = []
+        for k, field in enumerate(self._fields):
+            if field is None:
+                args.append(margin)
+                continue
+            ndim, is_int = field
+            shape = tuple(int(x) for x in L[k, 1:1 + ndim])
+            args.append((I if is_int else F)[L[k, 0]:L[k, 0] + math.prod(shape)].reshape(shape))
+        return tuple(args)
 
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in self._view_shapes}
@@ -291,45 +309,17 @@ def pack_arrays(arrays):
 
 
 @njit(cache=True)
-def _v1(B, L, k):
-    return B[L[k, 0]:L[k, 0] + L[k, 1]]
-
-
-@njit(cache=True)
-def _v2(B, L, k):
-    return B[L[k, 0]:L[k, 0] + L[k, 1] * L[k, 2]].reshape((L[k, 1], L[k, 2]))
-
-
-@njit(cache=True)
-def _v3(B, L, k):
-    return B[L[k, 0]:L[k, 0] + L[k, 1] * L[k, 2] * L[k, 3]].reshape((L[k, 1], L[k, 2], L[k, 3]))
-
-
-@njit(cache=True)
-def unpack_query_args(F, I, L, margin):
-    """The argument tuple of :func:`_query_kernel` as views of ContactQuery's packed buffers."""
-    return (_v1(I, L, 0), _v1(I, L, 1), _v2(I, L, 2), _v1(I, L, 3), _v3(F, L, 4), _v2(F, L, 5),
-            _v1(I, L, 6), _v3(F, L, 7), _v2(F, L, 8), _v1(F, L, 9), _v3(F, L, 10), _v2(F, L, 11), _v1(F, L, 12),
-            _v2(I, L, 13), _v1(I, L, 14), _v2(F, L, 15), _v1(F, L, 16), _v1(F, L, 17), _v1(F, L, 18),
-            _v1(F, L, 19), margin,
-            _v2(F, L, 21), _v2(F, L, 22), _v1(F, L, 23), _v1(I, L, 24), _v1(I, L, 25), _v1(I, L, 26), _v1(I, L, 27),
-            _v1(F, L, 28), _v1(F, L, 29), _v1(F, L, 30), _v1(F, L, 31), _v1(I, L, 32), _v1(F, L, 33), _v3(F, L, 34),
-            _v2(I, L, 35), _v1(I, L, 36), _v2(F, L, 37), _v2(F, L, 38),
-            _v1(I, L, 39), _v2(F, L, 40), _v3(F, L, 41), _v2(F, L, 42))
-
-
-@njit(cache=True)
 def query_contacts(args, n):
     """The first n contacts of a query, as (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, n): views of the argument
-    tuple of :func:`_query_kernel` (:func:`unpack_query_args`)."""
+    tuple of :func:`_query_kernel` (:meth:`ContactQuery.kernel_args`)."""
     return (args[34][:n], args[35][:n], args[36][:n], args[22][:n], args[23][:n], args[28][:n], args[29][:n],
             args[30][:n], args[31][:n], n)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _query_kernel(q, v, Jw, lookahead, state):
     """One numba call per query: poses, speed bounds, broad + narrow phase and the contact Jacobians of the
-    numba-handled pairs. ``state.query`` = unpack_query_args(*ContactQuery.packed) (``state``: the
+    numba-handled pairs. ``state.query`` = :meth:`ContactQuery.kernel_args` (``state``: the
     :class:`cenic_gym.cenic.StateArgs` of the query's state; read and unpacked here at once, so that numba counts
     its 42 arrays once). Returns (contacts, pairs left to coal)."""
     (joint_kind, joint_idx_q, joint_cols, joint_ncols, joint_R, joint_p,

@@ -27,7 +27,7 @@ def _dot3(a0, a1, a2, b0, b1, b2, row):
     return a0 * b0 + (a1 * b1 + a2 * b2)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _compose(Ra, pa, a, Rb, pb, b, R_out, p_out, o):
     """(R_out[o], p_out[o]) = (Ra[a], pa[a]) (Rb[b], pb[b]) = (Ra Rb, pa + Ra pb), as Pinocchio's SE3 product, on
     stacks of poses (n, 3, 3) and (n, 3) by index (outputs must not alias): no array view is made per pose, so

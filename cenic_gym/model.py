@@ -99,7 +99,7 @@ def matrix_to_quat_xyzw(R):
     return pin.SE3ToXYZQUAT(pin.SE3(np.asarray(R, dtype=np.float64), np.zeros(3)))[3:]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def quat_to_rot(x, y, z, w, R, normalize=True):
     """R (3, 3) ← rotation matrix of the quaternion (x, y, z, w) (numba: the kernels' form), normalized here unless
     ``normalize`` is False (then it is Eigen's ``Quaternion::toRotationMatrix``, which Pinocchio applies to the raw

@@ -114,7 +114,7 @@ def _sign(x):
     return 1.0 if x >= 0.0 else -1.0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _col(R, j):
     """Column j of R (local axis j expressed in world)."""
     out = np.empty(3)
@@ -164,7 +164,7 @@ def _to_world(R, p, x):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _unit(k):
     """Unit vector along axis k."""
     e = np.zeros(3)
@@ -898,7 +898,7 @@ def _box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_phi, 
         m = _clip_polygon(poly, m, ax, 1.0, hR[ax], tmp)
         m = _clip_polygon(tmp, m, ax, -1.0, hR[ax], poly)
 
-    cnt = 0
+    cnt = np.int64(0)  # not Literal[int](0), for which numba would compile _emit_guard once more
     min_phi = np.inf
     for e in range(m):
         phi = sr * poly[e, iref] - hR[iref]
@@ -1024,7 +1024,7 @@ def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_p
     point0 = _to_world(R_a, p_a, wbox + 0.5 * phi0 * n_loc)
 
     # face manifold
-    kf = 0
+    kf = np.int64(0)  # not Literal[int](0), for which numba would compile _face_slab_range once more
     for k in range(1, 3):
         if abs(n_loc[k]) > abs(n_loc[kf]):
             kf = k
@@ -1035,7 +1035,7 @@ def _box_capsule(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_p
     nf = _unit(kf) * sg
     nf_w = _rot(R_a, nf)
     lo, hi = _face_slab_range(q, u, -hs, hs, H, kf)
-    cnt = 0
+    cnt = np.int64(0)  # not Literal[int](0), for which numba would compile _emit_guard once more
     min_phi = np.inf
     if hi >= lo:
         npts = 2 if hi - lo > 1e-9 else 1
@@ -1192,7 +1192,7 @@ def _box_cyl_distance(H, q, a, r, hl, x, y):
     """Distance [m] between the box and a cylinder *disjoint* from it; writes the witness points x (on the box)
     and y (on the cylinder). The box's nearest point lies in a face (then the cylinder's lowest point towards
     that face lies over it and the distance is the face's gap) or on one of the 12 edges."""
-    kb = 0
+    kb = np.int64(0)  # not Literal[int](0), for which numba would compile _cyl_face_support once more
     gb = -np.inf
     for k in range(3):
         g = abs(q[k]) - H[k] - r * np.sqrt(a[(k + 1) % 3] ** 2 + a[(k + 2) % 3] ** 2) - hl * abs(a[k])
@@ -1390,7 +1390,7 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
     n_w = _rot(R_a, n_loc)
     point0 = _to_world(R_a, p_a, pt)
 
-    kf = 0
+    kf = np.int64(0)  # not Literal[int](0), for which numba would compile _face_slab_range once more
     for k in range(1, 3):
         if abs(n_loc[k]) > abs(n_loc[kf]):
             kf = k
@@ -1401,7 +1401,7 @@ def _box_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin, out_p, out_n, out_
     sg = _sign(n_loc[kf])
     nf = _unit(kf) * sg
     nf_w = _rot(R_a, nf)
-    cnt = 0
+    cnt = np.int64(0)  # not Literal[int](0), for which numba would compile _emit_guard once more
     min_phi = np.inf
     ca = _dot(a, nf)
     if abs(ca) >= _CAP_COS:

@@ -734,7 +734,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
     if fresh:
         grad = np.empty(nv)
         H = np.empty((nv, nv))
-        cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True, blocks)
+        cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, fresh, blocks)
         cholesky_within(H, blocks, L, coupled_blocks(contacts, couplers, blocks))  # as solve() factors
     vc = np.empty((contacts.n, 3))
     constraint_velocities(v, Jc, cols, ncols, contacts.n, vc)

@@ -330,7 +330,8 @@ def _seal_weight(e, e_seal, e_leak):
 def _point_distance(P, gt, gs, gR, gp, margin, zero, eye, out_p, out_n, out_phi):
     """Signed distance [m] from the point P to a geometry and the unit normal from P towards it (in out_n[0]);
     inf (and out_n untouched) when it is ≥ margin."""
-    m = nph.collide_primitives(nph.SPHERE, zero, eye, P, gt, gs, gR, gp, margin, out_p, out_n, out_phi, 0)
+    m = nph.collide_primitives(nph.SPHERE, zero, eye, P, gt, gs, gR, gp, margin, out_p, out_n, out_phi,
+                               np.int64(0))  # int64 as find_contacts passes it: one compilation
     return out_phi[0] if m > 0 else np.inf
 
 

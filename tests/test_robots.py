@@ -272,7 +272,7 @@ def test_one_dof_joint_poses_in_numba_equal_pinocchio(preset):
     robots from q: the same world poses as Pinocchio's forward kinematics, bit for bit (so moving them out of
     ``ContactQuery.sync_joint_poses`` leaves trajectories unchanged), at random q with a free base whose
     quaternion is not exactly unit (Pinocchio does not normalise it; the base's own pose is normalised)."""
-    from cenic_gym.contact import ContactQuery, unpack_query_args
+    from cenic_gym.contact import ContactQuery
     from cenic_gym.kinematics import joint_poses_from_q
     from cenic_gym.model import JOINT_REVOLUTE_X
 
@@ -281,7 +281,7 @@ def test_one_dof_joint_poses_in_numba_equal_pinocchio(preset):
     kinds = {m.joints[j].shortname() for j in range(1, m.njoints) if s.joint_kind[j] >= JOINT_REVOLUTE_X}
     assert not s.general_joints, [m.joints[j].shortname() for j in s.general_joints]
     query = ContactQuery(s)
-    args = unpack_query_args(*query.packed)
+    args = query.kernel_args()
     d = m.createData()
     rng = np.random.default_rng(1)
     for _ in range(50):

@@ -15,7 +15,9 @@ clutter" runs the Go1 scene on the clutter's cache (what is left to compile for 
 The compile breakdown of the cold clutter run comes from numba's ``numba:compile`` events (one per dispatcher and
 signature, nested: a callee compiles inside its caller's type inference), exclusive of the callees, and from the
 ``numba:run_pass`` events (compiler passes; ``native_lowering`` includes the LLVM optimization of the kernel linked
-with all its callees, which numba redoes at every level of the call tree).
+with all its callees, which numba redoes at every level of the call tree). The LLVM column counts the instructions
+of the final modules of the kernels a run compiled, all of them and those of the kernels called from Python (their
+modules contain every kernel below them): the difference is the code numba generated once more per level.
 
 Writes the ``compile-time`` section of ``benchmarks/RESULTS.md`` (``bench_common.write_section``) unless
 ``--no-write``; a full run takes ~12 min (five cold compiles of ~2 min each on 2 cores). Partly a timing benchmark:
@@ -53,6 +55,23 @@ def _exclusive(buffer, key):
         if stack:
             stack[-1][2] += t - t0
     return out
+
+
+def _llvm_instructions(compiled):
+    """LLVM instructions in the final modules of the compiled dispatchers: (all, top, top kernel names), top = the
+    dispatchers compiled from Python (not inside another's compilation: the kernels the run calls). Each module
+    holds the kernel linked with every kernel it calls, so all − top is the code numba generated again below."""
+    total = top = 0
+    names = []
+    for dispatcher, is_top in compiled.items():
+        n = 0
+        for cres in list(dispatcher.overloads.values()):
+            n += sum(1 for line in cres.library.get_llvm_str().splitlines() if line.startswith("  "))
+        total += n
+        if is_top:
+            top += n
+            names.append("{0.__module__}.{0.__qualname__}".format(dispatcher.py_func))
+    return total, top, sorted(names)
 
 
 def child(scene):
@@ -94,10 +113,17 @@ def child(scene):
     t_run = time.perf_counter() - t0
     kernels = _exclusive(compiles.buffer, lambda e: "{0.__module__}.{0.__qualname__}".format(
         e.data["dispatcher"].py_func))
+    compiled, depth = {}, 0  # dispatcher -> compiled from Python (depth 0)
+    for _, e in compiles.buffer:
+        if e.is_start:
+            compiled[e.data["dispatcher"]] = compiled.get(e.data["dispatcher"], False) or depth == 0
+        depth += 1 if e.is_start else -1
+    llvm, llvm_top, tops = _llvm_instructions(compiled)
     by_pass = _exclusive(passes.buffer, lambda e: e.data["name"].split(" [")[0])
     print(json.dumps(dict(import_s=t_import, first_s=t_first, run_s=t_run,
                           cache=cenic_gym._numba_cache.cache_root(),
-                          package=os.path.dirname(cenic_gym.__file__), kernels=kernels, passes=by_pass)))
+                          package=os.path.dirname(cenic_gym.__file__), kernels=kernels, passes=by_pass,
+                          llvm=llvm, llvm_top=llvm_top, tops=tops)))
 
 
 def run_child(scene, cache, src):
@@ -149,10 +175,12 @@ def report(runs, total, load0):
         return sum(c for k, (_, c) in r["kernels"].items() if k.startswith("cenic_gym."))
 
     rows = ["| run | import cenic_gym | first run | same, again | compile or load (difference) | "
-            "cenic_gym kernel compilations |", "|---|---|---|---|---|---|"]
+            "cenic_gym kernel compilations | LLVM instructions: all modules / the kernels called from Python |",
+            "|---|---|---|---|---|---|---|"]
     for label, r in runs.items():
         rows.append(f"| {label} | {r['import_s']:.2f} s | {r['first_s']:.2f} s | {r['run_s']:.2f} s | "
-                    f"{r['first_s'] - r['run_s']:.2f} s | {sig_count(r)} |")
+                    f"{r['first_s'] - r['run_s']:.2f} s | {sig_count(r)} | "
+                    f"{r['llvm'] / 1e3:.0f} k / {r['llvm_top'] / 1e3:.0f} k |")
     cold = runs["clutter cold"]
     env_firsts = [r["first_s"] for label, r in runs.items() if label.split()[0] in ENVS]
     total_compile = sum(s for s, _ in cold["kernels"].values())
@@ -184,6 +212,14 @@ def report(runs, total, load0):
         f"- Cold clutter run: {len(cold['kernels'])} dispatchers compiled (numba's own overloads included), "
         f"{total_compile:.1f} s in all; by module: {by_module}; by compiler pass: {split}.",
         f"- Largest exclusive compile times (without the callees compiled inside them): {top}.",
+        f"- LLVM code of the cold clutter run: {cold['llvm'] / 1e3:.0f} k instructions in the final modules of all "
+        f"kernels compiled; the {len(cold['tops'])} kernels called from Python "
+        f"({', '.join('`' + k.removeprefix('cenic_gym.') + '`' for k in cold['tops'] if k.startswith('cenic_gym.'))}"
+        f"; {sum(not k.startswith('cenic_gym.') for k in cold['tops'])} of numba's own) hold "
+        f"{cold['llvm_top'] / 1e3:.0f} k of them, every kernel they call linked in. The "
+        f"other {100 * (1 - cold['llvm_top'] / cold['llvm']):.0f} % is those callees compiled again as modules of "
+        "their own (numba compiles each kernel it meets as a module, linked with all it calls): LLVM's work, "
+        "most of the compile, is the call tree's code once per level.",
         "- cenic_gym kernels compiled for more than one signature (count, seconds): "
         + (", ".join(multi) if multi else "none") + ".",
     ])

@@ -222,8 +222,8 @@ class StateArgsType(slv.FieldsType):
 
 class StateArgs(structref.StructRefProxy):
     """The buffers of one cached state (:class:`StateCache`), as one kernel argument (:func:`new_state_args`):
-    query = the argument tuple of the contact query's kernel (:meth:`cenic_gym.contact.ContactQuery.kernel_args`:
-    views of :attr:`cenic_gym.contact.ContactQuery.packed`, made once per cache instead of at every query: 1.0 µs of
+    query = the argument tuple of the contact query's kernel (:attr:`cenic_gym.contact.ContactQuery.kernel_args`:
+    views of :attr:`cenic_gym.contact.ContactQuery.packed`, made once per query instead of at every call: 1.0 µs of
     the 2.0 µs query of a sphere on the ground), static = the system's limit and coupler indices, out = the state terms
     (:func:`state_terms`), and the state's constraint pools by reference (:class:`~cenic_gym.solver.LimitPoolRef`,
     :class:`~cenic_gym.solver.CouplerPoolRef` of its :class:`~cenic_gym.icf.LimitPool` and
@@ -240,7 +240,7 @@ structref.define_proxy(StateArgs, StateArgsType,
 
 @njit(cache=True)
 def new_state_args(query, static, out, limits, couplers):
-    """A :class:`StateArgs` of a contact query's kernel arguments (:meth:`cenic_gym.contact.ContactQuery.kernel_args`)
+    """A :class:`StateArgs` of a contact query's kernel arguments (:attr:`cenic_gym.contact.ContactQuery.kernel_args`)
     and the state's buffers (built in a cached kernel, as :func:`new_solve_workspace`)."""
     Jc, cols, ncols, normal, phi, k, d, mu_s, mu_d, _ = query_contacts(query, out[OUT_MU].shape[0])
     contacts = slv.ContactPoolRef(Jc, cols, ncols, normal, phi, k, d, out[OUT_MU], out[OUT_FN0], out[OUT_W], 0)
@@ -854,7 +854,7 @@ class CenicIntegrator:
         """The :class:`StateArgs` of a cache's buffers (built once per cache, and again after a copy)."""
         args = cache.args
         if args is None:
-            args = cache.args = new_state_args(cache.query.kernel_args(), self._static, cache.out, cache.limit_pool,
+            args = cache.args = new_state_args(cache.query.kernel_args, self._static, cache.out, cache.limit_pool,
                                                cache.coupler_pool)
         return args
 

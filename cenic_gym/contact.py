@@ -127,7 +127,7 @@ class ContactSet:
 
 
 # The argument order of :func:`_query_kernel` (None: the margin scalar). Names are ContactQuery workspace
-# attributes or MultibodySystem attributes; :meth:`ContactQuery.kernel_args` makes their views in this order.
+# attributes or MultibodySystem attributes; :attr:`ContactQuery.kernel_args` holds their views in this order.
 _QUERY_FIELDS = (
     "joint_kind", "joint_idx_q", "joint_cols", "joint_ncols", "joint_R", "joint_p",
     "geom_joint", "geom_R", "geom_p", "geom_bound", "geom_Rw", "geom_pw", "geom_speed",
@@ -182,22 +182,17 @@ class ContactQuery:
         self.coal_shapes = list(s.coal_shapes)
 
     def _bind_views(self):
-        """(Re)create the workspace views into the packed buffers and forget the cached ContactSet."""
-        F, I, L, _ = self.packed
+        """(Re)create the workspace views into the packed buffers and ``kernel_args``, the argument tuple of
+        :func:`_query_kernel` after (q, v, Jw, lookahead): views of the buffers in the order of ``_QUERY_FIELDS``,
+        the margin in its place (read by ``cenic.new_state_args``; made here rather than in numba, where a reshape
+        compiles numba's shape-error messages and the string formatting under them on a cold start); forget the
+        cached ContactSet."""
+        F, I, L, margin = self.packed
         for name, shape in self._view_shapes.items():
             k = _QUERY_FIELDS.index(name)
             buf = I if name in _INT_WORK else F
             size = int(np.prod(shape))
             setattr(self, name, buf[L[k, 0]:L[k, 0] + size].reshape(shape))
-        self._last_n = -1
-        self._last_set = None
-
-    def kernel_args(self):
-        """The argument tuple of :func:`_query_kernel` (after q, v, Jw, lookahead): views of the packed buffers in the
-        order of ``_QUERY_FIELDS``, the margin in its place; made once per cached state (``cenic.new_state_args``).
-        Made here rather than in numba, where a reshape compiles numba's shape-error messages and the string
-        formatting under them on a cold start."""
-        F, I, L, margin = self.packed
         args = []
         for k, field in enumerate(self._fields):
             if field is None:
@@ -206,10 +201,12 @@ class ContactQuery:
             ndim, is_int = field
             shape = tuple(int(x) for x in L[k, 1:1 + ndim])
             args.append((I if is_int else F)[L[k, 0]:L[k, 0] + math.prod(shape)].reshape(shape))
-        return tuple(args)
+        self.kernel_args = tuple(args)
+        self._last_n = -1
+        self._last_set = None
 
     def __getstate__(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in self._view_shapes}
+        state = {k: v for k, v in self.__dict__.items() if k not in self._view_shapes and k != "kernel_args"}
         state["_last_n"], state["_last_set"] = -1, None
         return state
 
@@ -311,7 +308,7 @@ def pack_arrays(arrays):
 @njit(cache=True)
 def query_contacts(args, n):
     """The first n contacts of a query, as (Jc, cols, ncols, normal, φ, k, d, μ_s, μ_d, n): views of the argument
-    tuple of :func:`_query_kernel` (:meth:`ContactQuery.kernel_args`)."""
+    tuple of :func:`_query_kernel` (:attr:`ContactQuery.kernel_args`)."""
     return (args[34][:n], args[35][:n], args[36][:n], args[22][:n], args[23][:n], args[28][:n], args[29][:n],
             args[30][:n], args[31][:n], n)
 
@@ -319,7 +316,7 @@ def query_contacts(args, n):
 @njit(cache=True, inline="always")
 def _query_kernel(q, v, Jw, lookahead, state):
     """One numba call per query: poses, speed bounds, broad + narrow phase and the contact Jacobians of the
-    numba-handled pairs. ``state.query`` = :meth:`ContactQuery.kernel_args` (``state``: the
+    numba-handled pairs. ``state.query`` = :attr:`ContactQuery.kernel_args` (``state``: the
     :class:`cenic_gym.cenic.StateArgs` of the query's state; read and unpacked here at once, so that numba counts
     its 42 arrays once). Returns (contacts, pairs left to coal)."""
     (joint_kind, joint_idx_q, joint_cols, joint_ncols, joint_R, joint_p,

@@ -281,7 +281,7 @@ def test_one_dof_joint_poses_in_numba_equal_pinocchio(preset):
     kinds = {m.joints[j].shortname() for j in range(1, m.njoints) if s.joint_kind[j] >= JOINT_REVOLUTE_X}
     assert not s.general_joints, [m.joints[j].shortname() for j in s.general_joints]
     query = ContactQuery(s)
-    args = query.kernel_args()
+    args = query.kernel_args
     d = m.createData()
     rng = np.random.default_rng(1)
     for _ in range(50):

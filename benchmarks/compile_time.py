@@ -57,10 +57,16 @@ def _exclusive(buffer, key):
     return out
 
 
-def _llvm_instructions(compiled):
-    """LLVM instructions in the final modules of the compiled dispatchers: (all, top, top kernel names), top = the
-    dispatchers compiled from Python (not inside another's compilation: the kernels the run calls). Each module
-    holds the kernel linked with every kernel it calls, so all − top is the code numba generated again below."""
+def _llvm_instructions(buffer):
+    """LLVM instructions in the final modules of the dispatchers compiled in the ``numba:compile`` events
+    ``buffer``: (all, top, top kernel names), top = the dispatchers compiled from Python (outside another's
+    compilation: the kernels the run calls). Each module holds the kernel linked with every kernel it calls, so
+    all − top is the code numba generated again below."""
+    compiled, depth = {}, 0  # dispatcher -> compiled from Python
+    for _, e in buffer:
+        if e.is_start:
+            compiled[e.data["dispatcher"]] = compiled.get(e.data["dispatcher"], False) or depth == 0
+        depth += 1 if e.is_start else -1
     total = top = 0
     names = []
     for dispatcher, is_top in compiled.items():
@@ -113,12 +119,7 @@ def child(scene):
     t_run = time.perf_counter() - t0
     kernels = _exclusive(compiles.buffer, lambda e: "{0.__module__}.{0.__qualname__}".format(
         e.data["dispatcher"].py_func))
-    compiled, depth = {}, 0  # dispatcher -> compiled from Python (depth 0)
-    for _, e in compiles.buffer:
-        if e.is_start:
-            compiled[e.data["dispatcher"]] = compiled.get(e.data["dispatcher"], False) or depth == 0
-        depth += 1 if e.is_start else -1
-    llvm, llvm_top, tops = _llvm_instructions(compiled)
+    llvm, llvm_top, tops = _llvm_instructions(compiles.buffer)
     by_pass = _exclusive(passes.buffer, lambda e: e.data["name"].split(" [")[0])
     print(json.dumps(dict(import_s=t_import, first_s=t_first, run_s=t_run,
                           cache=cenic_gym._numba_cache.cache_root(),

@@ -135,7 +135,6 @@ _QUERY_FIELDS = (
     "_p", "_n", "_phi", "_ga", "_gb", "_ja", "_jb", "_k", "_d", "_mus", "_mud", "_fallback", "_pair_margin",
     "_Jc", "_cols", "_ncols", "geom_box_c", "geom_box_h",
     "joint_parent", "joint_axis", "joint_place_R", "joint_place_p")
-_INT_WORK = {"_ga", "_gb", "_ja", "_jb", "_fallback", "_cols", "_ncols"}
 
 
 class ContactQuery:
@@ -167,15 +166,16 @@ class ContactQuery:
             _fallback=np.zeros(npairs, dtype=np.int64), _pair_margin=np.zeros(npairs),
             _Jc=np.zeros((cap, 3, mc)), _cols=np.zeros((cap, mc), dtype=np.int64), _ncols=np.zeros(cap, dtype=np.int64))
         # Everything _query_kernel needs besides (q, v, Jw, lookahead), in its order. Passing 39 arrays to numba
-        # costs ~75 ns each per call (argument typing), so they live in one float and one int buffer and are
-        # unpacked inside numba, once per cached state (cenic.new_state_args): packed = (F, I, L, margin). The
-        # workspace attributes (``work``) are views into F and I (:meth:`_bind_views`); they are not pickled but
-        # rebuilt from the buffers, so that a pickled or deep-copied query writes where its kernel reads.
+        # costs ~75 ns each per call (argument typing), so they live in one float and one int buffer,
+        # packed = (F, I, L, margin), whose views (``kernel_args``) reach numba once per cached state, inside its
+        # StateArgs (cenic.new_state_args). The workspace attributes (``work``) are the same views
+        # (:meth:`_bind_views`); they are not pickled but rebuilt from the buffers, so that a pickled or deep-copied
+        # query writes where its kernel reads.
         arrays = [None if name is None else work[name] if name in work else getattr(s, name)
                   for name in _QUERY_FIELDS]
         F, I, L, views = pack_arrays(arrays)
         self._fields = tuple(None if a is None else (a.ndim, a.dtype.kind == "i") for a in views)
-        self._view_shapes = {name: work[name].shape for name in work}
+        self._work = tuple(work)
         self.packed = (F, I, L, self.margin)
         self._bind_views()
         self.shapes = [g.shape for g in s.geometries]
@@ -188,11 +188,6 @@ class ContactQuery:
         compiles numba's shape-error messages and the string formatting under them on a cold start); forget the
         cached ContactSet."""
         F, I, L, margin = self.packed
-        for name, shape in self._view_shapes.items():
-            k = _QUERY_FIELDS.index(name)
-            buf = I if name in _INT_WORK else F
-            size = int(np.prod(shape))
-            setattr(self, name, buf[L[k, 0]:L[k, 0] + size].reshape(shape))
         args = []
         for k, field in enumerate(self._fields):
             if field is None:
@@ -202,11 +197,13 @@ class ContactQuery:
             shape = tuple(int(x) for x in L[k, 1:1 + ndim])
             args.append((I if is_int else F)[L[k, 0]:L[k, 0] + math.prod(shape)].reshape(shape))
         self.kernel_args = tuple(args)
+        for name in self._work:
+            setattr(self, name, self.kernel_args[_QUERY_FIELDS.index(name)])
         self._last_n = -1
         self._last_set = None
 
     def __getstate__(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in self._view_shapes and k != "kernel_args"}
+        state = {k: v for k, v in self.__dict__.items() if k not in self._work and k != "kernel_args"}
         state["_last_n"], state["_last_set"] = -1, None
         return state
 
@@ -315,8 +312,8 @@ def query_contacts(args, n):
 
 @njit(cache=True, inline="always")
 def _query_kernel(q, v, Jw, lookahead, state):
-    """One numba call per query: poses, speed bounds, broad + narrow phase and the contact Jacobians of the
-    numba-handled pairs. ``state.query`` = :attr:`ContactQuery.kernel_args` (``state``: the
+    """A whole query in compiled code (inlined into ``cenic.prepare_kernel``): poses, speed bounds, broad + narrow
+    phase and the contact Jacobians of the numba-handled pairs. ``state.query`` = :attr:`ContactQuery.kernel_args` (``state``: the
     :class:`cenic_gym.cenic.StateArgs` of the query's state; read and unpacked here at once, so that numba counts
     its 42 arrays once). Returns (contacts, pairs left to coal)."""
     (joint_kind, joint_idx_q, joint_cols, joint_ncols, joint_R, joint_p,

@@ -2,7 +2,10 @@
 iteration, on problems captured from an env run (default CenicAllegro-v0 at ε = 1e-3, random actions).
 
     PYTHONPATH=<tree> NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/icf_phase_profile.py \
-        [--env CenicAllegro-v0] [--accuracy 1e-3] [--steps 40] [--reps 2000]
+        [--env CenicAllegro-v0 | --scene "sphere clutter"] [--accuracy 1e-3] [--steps 40] [--reps 2000]
+
+``--scene`` takes the problems of one of the peer scenes (``benchmarks/peers/peer_scenarios.py``, run over its
+whole time span on the Python step loop, :func:`profile_scenes.record_problems`) instead of an env's.
 
 The run wraps :func:`cenic_gym.cenic.icf_full_and_half` (a Python wrapper in the module namespace, so the env's
 calls go through it) and keeps a copy of every full-step problem (x^n, M, bias, pools, warm start). Then, per captured
@@ -10,9 +13,10 @@ problem and in one numba loop each (no dispatch in the timing), best of 3 of ``-
 ``time.thread_time``):
 
 * ``solve``: the whole :func:`cenic_gym.solver.solve` from the warm start (the lagged problem, no friction re-solve);
-* the phases of one Newton iteration at the warm start: ``cost_gradient_hessian`` with the Hessian, the same without
-  it (what the line search and the gradient-only iterations pay), ``np.linalg.cholesky`` of H (n_v × n_v), the two
-  triangular solves, ``constraint_velocities`` twice (v and p) and ``exact_line_search``; and, for the Hessian
+* the phases of one Newton iteration at the warm start, as :func:`cenic_gym.solver.solve` runs them: the cost,
+  gradient and Hessian (``quadratic_cost``, ``start_hessian`` on the candidate blocks, ``pool_costs``), the same
+  without the Hessian (what the line search and the gradient-only iterations pay), the factorization
+  (``cholesky_within`` on the candidate blocks; dense for robots), the two triangular solves, ``constraint_velocities`` twice (v and p) and ``exact_line_search``; and, for the Hessian
   assembly, the contact pool's share (``contact_pool_cost`` with the Hessian) and one ``_line_eval``.
 
 Counts come from the solver's own counters over the whole run (``CenicIntegrator``'s totals: solves, Newton
@@ -21,7 +25,9 @@ iterations, line-search iterations, factorizations). Nothing here changes the ph
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -33,9 +39,12 @@ from cenic_gym import solver as slv
 from cenic_gym.icf import ContactPool, CouplerPool, GainPool, LimitPool, contact_pool_cost
 from profile_scenes import _problem, kernel_arrays  # the convex problem icf_step hands to solve, copied out
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+from peer_scenarios import all_scenarios  # noqa: E402
+
 
 def capture(env_id, accuracy, steps, seed):
-    """Run ``steps`` random env steps and return (the list of captured full-step problems, the integrator)."""
+    """Run ``steps`` random env steps and return (the list of captured full-step problems, the run's counters)."""
     env = gym.make(env_id, accuracy=accuracy)
     env.reset(seed=seed)
     env.action_space.seed(seed)
@@ -56,7 +65,26 @@ def capture(env_id, accuracy, steps, seed):
             env.step(env.action_space.sample())
     finally:
         cm.icf_full_and_half = real
-    return problems, env.unwrapped.sim.integrator
+    return problems, integrator_counts(env.unwrapped.sim.integrator.stats)
+
+
+def capture_scene(name, accuracy):
+    """The convex problems of the peer scene ``name`` over its time span (every full, half and second half step
+    problem, with its warm start) and the run's counters."""
+    from profile_scenes import record_problems
+    scenario = next((sc for sc in all_scenarios() if sc.name == name), None)
+    if scenario is None:
+        raise ValueError(f"unknown scene {name!r}; one of {[sc.name for sc in all_scenarios()]}")
+    if accuracy != 1e-3:
+        raise ValueError(f"--scene runs at the accuracy of profile_scenes (1e-3), not {accuracy:g}")
+    recorded, stats = record_problems(scenario.factory, scenario.t_end, 1)
+    ftol = slv.coulomb_tolerance(accuracy)
+    return [prob + (ftol,) for prob, _ in recorded], integrator_counts(stats)
+
+
+def integrator_counts(st):
+    """(solves, Newton iterations, line-search iterations, factorizations, friction re-solves) of IntegratorStats."""
+    return st.solves, st.newton_iters, st.line_search_iters, st.factorizations, st.friction_solves
 
 
 PHASES = ("solve_coulomb", "solve", "cost+grad+Hessian", "cost+grad", "contact pool (Hessian)", "cholesky", "triangular solves",
@@ -81,6 +109,8 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
     l0 = slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True, blocks)
     H0 = H.copy()
     L0 = np.zeros((nv, nv))
+    cand = slv.coupled_blocks(contacts, couplers, blocks)
+    Av = np.empty(nv)
     mask0 = slv.cholesky(H0, blocks, L0)
     p = slv._cholesky_solve(L0, -grad, blocks, mask0)
     dl0 = grad @ p
@@ -101,14 +131,17 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
             v[:] = v0
             slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L, blocks, stats)
             acc += v[0]
-        elif which == 1:
-            acc += slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, True, blocks)
+        elif which == 1:  # as a Newton iteration of solve() assembles: A on the candidate blocks, then the pools
+            quad = slv.quadratic_cost(v0, A, r, blocks, grad, Av)
+            slv.start_hessian(A, H, blocks, cand)
+            acc += slv.pool_costs(v0, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H, True)
         elif which == 2:
-            acc += slv.cost_gradient_hessian(v0, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, False, blocks)
+            quad = slv.quadratic_cost(v0, A, r, blocks, grad, Av)
+            acc += slv.pool_costs(v0, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H, False)
         elif which == 3:
             acc += contact_pool_cost(contacts, v0, dt, vs, 0.0, grad, H, True)
         elif which == 4:
-            slv.cholesky(H0, blocks, L)  # as solve() does it
+            slv.cholesky_within(H0, blocks, L, cand)  # as solve() does it
             acc += L[0, 0]
         elif which == 5:
             acc += slv._cholesky_solve(L0, grad, blocks, mask0)[0]
@@ -117,8 +150,8 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
             slv.constraint_velocities(p, contacts.Jc, contacts.cols, contacts.ncols, nc, uc)
             acc += vc[0, 0] if nc else 0.0
         elif which == 7:
-            a, _ = slv.exact_line_search(v0, p, A, r, vc, uc, dt, vs, contacts, limits, gains, couplers, l0, dl0, qc, blocks,
-                                         Ap)
+            a, _ = slv.exact_line_search(v0, p, vc, uc, qa, qb, qc, dt, vs, contacts, limits, gains, couplers, l0,
+                                         dl0)
             acc += a
         else:
             f, _, _ = slv._line_eval(0.5, v0, p, qa, qb, qc, vc, uc, dt, vs, contacts, limits, gains, couplers)
@@ -139,18 +172,23 @@ def cpu_us(which, reps, prob, stats):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--env", default="CenicAllegro-v0")
+    ap.add_argument("--scene", default=None, help="a peer scene's name instead of an env (e.g. 'sphere clutter')")
     ap.add_argument("--accuracy", type=float, default=1e-3)
     ap.add_argument("--steps", type=int, default=40, help="random env steps to capture problems from")
     ap.add_argument("--reps", type=int, default=2000, help="repetitions per timed phase")
     ap.add_argument("--problems", type=int, default=12, help="captured problems to time (evenly spaced)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    problems, integ = capture(args.env, args.accuracy, args.steps, args.seed)
-    tot = integ._totals
+    if args.scene:
+        problems, tot = capture_scene(args.scene, args.accuracy)
+        what = f"{args.scene} ε={args.accuracy:g}: {len(problems)} problems"
+    else:
+        problems, tot = capture(args.env, args.accuracy, args.steps, args.seed)
+        what = f"{args.env} ε={args.accuracy:g}, {args.steps} random steps: {len(problems)} attempts"
     solves = max(tot[0], 1)
-    print(f"{args.env} ε={args.accuracy:g}, {args.steps} random steps: {len(problems)} attempts, {int(tot[0])} convex "
-          f"solves ({int(tot[5])} friction re-solves), per solve: Newton {tot[1] / solves:.2f}, line-search evals "
-          f"{tot[2] / solves:.2f} (+1 evaluation at α_max per Newton iteration), factorizations {tot[3] / solves:.2f}")
+    print(f"{what}, {int(tot[0])} convex solves ({int(tot[4])} friction re-solves), per solve: Newton "
+          f"{tot[1] / solves:.2f}, line-search evals {tot[2] / solves:.2f} (+1 evaluation at α_max per Newton "
+          f"iteration), factorizations {tot[3] / solves:.2f}")
     pick = np.linspace(0, len(problems) - 1, min(args.problems, len(problems))).astype(int)
     stats = np.zeros(4, dtype=np.int64)
     rows = np.zeros((len(pick), len(PHASES)))

@@ -181,8 +181,10 @@ phi0 φ0 [m]; k [N/m]; d [s/m]; mu the lagged μ; fn0 f_n0 [N] (or the step's ow
 
 @njit(cache=True, error_model="numpy", inline="always")
 def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
-    """cost + Σ_i ℓ_c,i(J_i v); adds Σ J_iᵀ ∇ℓ_c,i to grad and (if want_hess) Σ J_iᵀ ∇²ℓ_c,i J_i to H.
-    Allocates nothing (each entry of H gets one sum per contact, as from a J_iᵀ (∇²ℓ_c,i J_i) product)."""
+    """cost + Σ_i ℓ_c,i(J_i v); adds Σ J_iᵀ ∇ℓ_c,i to grad and (if want_hess) Σ J_iᵀ ∇²ℓ_c,i J_i to the lower
+    triangle of H (the pools' Hessians are symmetric and the factorization reads only that; the upper triangle is
+    not touched). Allocates nothing (each entry of H gets one sum per contact, as from a J_iᵀ (∇²ℓ_c,i J_i)
+    product); ``cols[i, :ncols[i]]`` ascending."""
     Jc, cols, ncols, normal = pool.Jc, pool.cols, pool.ncols, pool.normal
     phi0, k, d, mu, fn0, w = pool.phi0, pool.k, pool.d, pool.mu, pool.fn0, pool.w
     for i in range(pool.n):
@@ -199,12 +201,12 @@ def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
         for j in range(m):
             grad[cols[i, j]] += Jc[i, 0, j] * gi[0] + Jc[i, 1, j] * gi[1] + Jc[i, 2, j] * gi[2]
         if want_hess:
-            for j2 in range(m):  # column j2 of ∇²ℓ_c,i J_i, then its products with every column j1 of J_i
+            for j2 in range(m):  # column j2 of ∇²ℓ_c,i J_i, then its products with the columns j1 ≥ j2 of J_i
                 c2 = cols[i, j2]
                 h0 = Hi[0] * Jc[i, 0, j2] + Hi[1] * Jc[i, 1, j2] + Hi[2] * Jc[i, 2, j2]
                 h1 = Hi[3] * Jc[i, 0, j2] + Hi[4] * Jc[i, 1, j2] + Hi[5] * Jc[i, 2, j2]
                 h2 = Hi[6] * Jc[i, 0, j2] + Hi[7] * Jc[i, 1, j2] + Hi[8] * Jc[i, 2, j2]
-                for j1 in range(m):
+                for j1 in range(j2, m):  # cols ascending: the lower triangle
                     H[cols[i, j1], c2] += Jc[i, 0, j1] * h0 + Jc[i, 1, j1] * h1 + Jc[i, 2, j1] * h2
     return cost
 
@@ -364,7 +366,8 @@ c^n = q_0 − ρ q_1 − offset [m or rad] and m = 1/(1/M_00 + ρ²/M_11)."""
 
 @njit(cache=True, error_model="numpy", inline="always")
 def coupler_pool_cost(pool, v, dt, cost, grad, H, want_hess):
-    """cost + Σ_i ℓ_lim(ċ_i; c_i, 0, 0) with ċ = v_0 − ρ v_1; adds the gradient and Hessian (2 x 2 per coupler)."""
+    """cost + Σ_i ℓ_lim(ċ_i; c_i, 0, 0) with ċ = v_0 − ρ v_1; adds the gradient and the Hessian's lower triangle (3 of
+    its 2 x 2 entries per coupler)."""
     dof0, dof1, ratio, cn, m = pool.dof0, pool.dof1, pool.ratio, pool.c, pool.m
     for i in range(dof0.shape[0]):
         a = dof0[i]
@@ -376,8 +379,7 @@ def coupler_pool_cost(pool, v, dt, cost, grad, H, want_hess):
         grad[b] -= rho * g
         if want_hess:
             H[a, a] += h
-            H[a, b] -= rho * h
-            H[b, a] -= rho * h
+            H[max(a, b), min(a, b)] -= rho * h  # the lower triangle (a ≠ b), as the contact pool
             H[b, b] += rho * rho * h
     return cost
 

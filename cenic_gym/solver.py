@@ -201,13 +201,31 @@ def quadratic_cost(v, A, r, blocks, grad, Av):
 
 
 @njit(cache=True, error_model="numpy")
-def pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, cost, grad, H, want_hess):
-    """cost + the four pools' costs at v; adds their gradients to ``grad`` and (if want_hess) writes A + their
-    Hessians into H. Returns the sum."""
-    if want_hess:
+def start_hessian(A, H, blocks, candidates):
+    """H ← A on the lower triangle of the blocks the pools may write (``candidates`` of :func:`coupled_blocks`, the
+    trees' diagonal blocks among them; A's entries off its diagonal blocks are zero): the Hessian before the pools
+    add theirs (:func:`pool_costs`). No blocks: the whole lower triangle. The rest of H is neither written nor read
+    (:func:`cholesky_within` reads the lower triangle of the candidates only): a bin of 20 objects (n_v = 120)
+    writes ~1 100 of 14 400 entries per Newton iteration."""
+    if blocks.shape[0] == 0:
         for a in range(A.shape[0]):
-            for b in range(A.shape[1]):
+            for b in range(a + 1):
                 H[a, b] = A[a, b]
+        return
+    nb = blocks.shape[0] - 1
+    for bi in range(nb):
+        for a in range(blocks[bi], blocks[bi + 1]):
+            for b in range(blocks[bi], a + 1):
+                H[a, b] = A[a, b]
+        for bj in range(bi):
+            if candidates[bi, bj]:
+                H[blocks[bi]:blocks[bi + 1], blocks[bj]:blocks[bj + 1]] = 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, cost, grad, H, want_hess):
+    """cost + the four pools' costs at v; adds their gradients to ``grad`` and (if want_hess) their Hessians to the
+    lower triangle of H (:func:`start_hessian` puts A there first). Returns the sum."""
     cost = contact_pool_cost(contacts, v, dt, vs, cost, grad, H, want_hess)
     cost = limit_pool_cost(limits, v, dt, cost, grad, H, want_hess)
     cost = gain_pool_cost(gains, v, dt, cost, grad, H, want_hess)
@@ -216,9 +234,13 @@ def pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, cost, grad, H, w
 
 @njit(cache=True, error_model="numpy")
 def cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, want_hess, blocks):
-    """ℓ(v) = ½ vᵀ A v − rᵀ v + the four pools' costs; writes ∇ℓ into grad and (if want_hess) ∇²ℓ into H.
-    Returns ℓ. Pools as in :func:`solve`; blocks: A's block-diagonal partition (:func:`block_matvec`)."""
+    """ℓ(v) = ½ vᵀ A v − rᵀ v + the four pools' costs; writes ∇ℓ into grad and (if want_hess) the lower triangle of
+    ∇²ℓ into H (every block; the upper triangle is not written). Returns ℓ. Pools as in :func:`solve`; blocks: A's
+    block-diagonal partition (:func:`block_matvec`)."""
     quad = quadratic_cost(v, A, r, blocks, grad, np.empty(v.shape[0]))
+    if want_hess:
+        nb = max(blocks.shape[0] - 1, 0)
+        start_hessian(A, H, blocks, np.ones((nb, nb), dtype=np.bool_))
     return pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H, want_hess)
 
 
@@ -335,16 +357,19 @@ def cholesky(H, blocks, L):
     """L ← the lower Cholesky factor of the SPD matrix H.
 
     blocks empty: dense (:func:`_dense_cholesky`, LAPACK beyond :data:`DENSE_LOOP_MAX` unknowns). Otherwise
-    ``blocks`` = (n_b + 1,) offsets of a partition of the unknowns into independent trees (:func:`factor_blocks`), and the factorization works by blocks: the
-    block pattern of H (the trees' mass matrices plus J_iᵀ G_i J_i of each contact, which couples the two trees it
-    touches), its fill, and a left-looking block Cholesky over the nonzero blocks only. A bin of 20 objects
-    (n_v = 120) has ~35–50 nonzero blocks of 210 in L: 16–24 µs against LAPACK's 48–50 µs (the same factor to
-    ~1e-15 relative). Raises ``np.linalg.LinAlgError`` for a matrix that is not positive definite, as LAPACK's does.
+    ``blocks`` = (n_b + 1,) offsets of a partition of the unknowns into independent trees (:func:`factor_blocks`),
+    and the factorization works by blocks: the block pattern of H (the trees' mass matrices plus J_iᵀ G_i J_i of
+    each contact, which couples the two trees it touches), its fill, and a left-looking block Cholesky over the
+    nonzero blocks only. A bin of 20 objects (n_v = 120) has ~35–50 nonzero blocks of 210 in L: 16–24 µs against
+    LAPACK's 48–50 µs (the same factor to ~1e-15 relative). Raises ``np.linalg.LinAlgError`` for a matrix that is
+    not positive definite, as LAPACK's does. Reads H's lower triangle only.
 
     Returns the block pattern of L (n_b, n_b) (mask[i, j]: block (i, j) may be nonzero; every other entry of L is
     exactly 0) for the triangular solves of :func:`cholesky_solve_into`; [[True]] for the dense factorization (one
     block of the partition :func:`solve_partition` gives)."""
     nb = max(blocks.shape[0] - 1, 0)
+    if nb > 0:
+        L[:, :] = 0.0
     return cholesky_within(H, blocks, L, np.ones((nb, nb), dtype=np.bool_))
 
 
@@ -392,31 +417,42 @@ def _set_factor_entry(L, i, j, s):
 
 
 DENSE_LOOP_MAX = 40  # dense factorizations up to this size run in loops (:func:`_dense_cholesky`), larger in LAPACK
+_NO_SHARED = np.zeros(0, dtype=np.int64)  # a dense factor's (empty) list of earlier blocks
 
 
-@njit(cache=True, error_model="numpy")
-def _dense_cholesky(H, L):
-    """L ← the lower Cholesky factor of the SPD matrix H by the textbook loops, L_ij = (H_ij − Σ_{k<j} L_ik L_jk) / L_jj
-    (the sums of the block factorization of :func:`cholesky_within` over one block), four rows of a column at a
-    time: each entry's sum is the same chain of multiply-subtracts in the same order (bit-identical to one row at a
-    time), and four independent chains keep the floating-point units busy where one waits on each subtraction's
-    latency (n_v = 18: 0.71 → 0.52 µs). For the small dense Hessians of robot scenes it is faster than numba's
-    LAPACK call, whose copies and checks dominate there (n_v = 6: ~0.1 vs 0.3 µs; LAPACK ahead beyond
-    :data:`DENSE_LOOP_MAX`). The factor differs from LAPACK's in round-off only. Raises ``np.linalg.LinAlgError``
-    as LAPACK's does."""
-    n = H.shape[0]
-    for j in range(n):
-        for i in range(j):
-            L[i, j] = 0.0
-        s = H[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        _set_factor_entry(L, j, j, s)
+@njit(cache=True, error_model="numpy", inline="always")
+def _factor_block(H, L, i0, i1, j0, j1, blocks, shared, ns, from_h):
+    """The block of rows i0:i1 and columns j0:j1 (i0 ≥ j0; a diagonal block when i0 = j0) of the Cholesky factor,
+    column by column: L_ij = (H_ij − Σ_k L_ik L_jk) / L_jj with the sum over the columns k of the earlier blocks
+    ``shared[:ns]`` of the partition ``blocks`` (those where both L_ik and L_jk may be nonzero, ascending) and then
+    over the block's own earlier columns; on the diagonal √(H_jj − Σ_k L_jk²) first.
+    The rows of a column are independent, so four run at a time: each entry's sum is the same chain of
+    multiply-subtracts in the same order as one row at a time (the same bits), and four independent chains keep the
+    floating-point units busy where one waits on each subtraction's latency (the factorizations of a bin of 20
+    spheres 1.26× faster than one row at a time). from_h False: H's block is zero (fill) and is not read. Needs the blocks (bj, bj) and (bi, k),
+    (bj, k) of the shared k already factored (bi, bj: the blocks of the rows and the columns)."""
+    for j in range(j0, j1):
+        i = i0
+        if i0 == j0:
+            s = H[j, j]
+            for t in range(ns):
+                for k in range(blocks[shared[t]], blocks[shared[t] + 1]):
+                    s -= L[j, k] * L[j, k]
+            for k in range(j0, j):
+                s -= L[j, k] * L[j, k]
+            _set_factor_entry(L, j, j, s)
+            i = j + 1
         d = L[j, j]
-        i = j + 1
-        while i + 4 <= n:
-            s0, s1, s2, s3 = H[i, j], H[i + 1, j], H[i + 2, j], H[i + 3, j]
-            for k in range(j):
+        while i + 4 <= i1:
+            s0, s1, s2, s3 = (H[i, j], H[i + 1, j], H[i + 2, j], H[i + 3, j]) if from_h else (0.0, 0.0, 0.0, 0.0)
+            for t in range(ns):
+                for k in range(blocks[shared[t]], blocks[shared[t] + 1]):
+                    ljk = L[j, k]
+                    s0 -= L[i, k] * ljk
+                    s1 -= L[i + 1, k] * ljk
+                    s2 -= L[i + 2, k] * ljk
+                    s3 -= L[i + 3, k] * ljk
+            for k in range(j0, j):
                 ljk = L[j, k]
                 s0 -= L[i, k] * ljk
                 s1 -= L[i + 1, k] * ljk
@@ -427,18 +463,54 @@ def _dense_cholesky(H, L):
             L[i + 2, j] = s2 / d
             L[i + 3, j] = s3 / d
             i += 4
-        for r in range(i, n):
-            s = H[r, j]
-            for k in range(j):
-                s -= L[r, k] * L[j, k]
-            _set_factor_entry(L, r, j, s)
+        while i + 2 <= i1:
+            s0, s1 = (H[i, j], H[i + 1, j]) if from_h else (0.0, 0.0)
+            for t in range(ns):
+                for k in range(blocks[shared[t]], blocks[shared[t] + 1]):
+                    ljk = L[j, k]
+                    s0 -= L[i, k] * ljk
+                    s1 -= L[i + 1, k] * ljk
+            for k in range(j0, j):
+                ljk = L[j, k]
+                s0 -= L[i, k] * ljk
+                s1 -= L[i + 1, k] * ljk
+            L[i, j] = s0 / d
+            L[i + 1, j] = s1 / d
+            i += 2
+        if i < i1:
+            s0 = H[i, j] if from_h else 0.0
+            for t in range(ns):
+                for k in range(blocks[shared[t]], blocks[shared[t] + 1]):
+                    s0 -= L[i, k] * L[j, k]
+            for k in range(j0, j):
+                s0 -= L[i, k] * L[j, k]
+            L[i, j] = s0 / d
+
+
+@njit(cache=True, error_model="numpy")
+def _dense_cholesky(H, L):
+    """L ← the lower Cholesky factor of the SPD matrix H by the textbook loops, L_ij = (H_ij − Σ_{k<j} L_ik L_jk) / L_jj:
+    :func:`_factor_block` on one block. For the small dense Hessians of robot scenes it is faster than numba's
+    LAPACK call, whose copies and checks dominate there (n_v = 6: ~0.1 vs 0.3 µs; n_v = 18: 0.52 µs; LAPACK ahead
+    beyond :data:`DENSE_LOOP_MAX`). The factor differs from LAPACK's in round-off only. Raises
+    ``np.linalg.LinAlgError`` as LAPACK's does."""
+    n = H.shape[0]
+    for j in range(n):
+        for i in range(j):
+            L[i, j] = 0.0
+    _factor_block(H, L, 0, n, 0, n, _NO_SHARED, _NO_SHARED, 0, True)
 
 
 @njit(cache=True, error_model="numpy")
 def cholesky_within(H, blocks, L, candidates):
     """:func:`cholesky` where only the blocks (i, j), i ≥ j, with ``candidates[i, j]`` may be nonzero in H
-    (:func:`coupled_blocks`): the others are not scanned. The same factor bit for bit as with every block a
-    candidate."""
+    (:func:`coupled_blocks`): the others are neither scanned nor read (zeros; :func:`start_hessian` writes only the
+    candidates). Reads H's lower triangle only. The same factor bit for bit as with every block a candidate.
+
+    With blocks, only L's blocks in the returned pattern are written (their lower triangle): the rest of L keeps
+    whatever it held, and every reader (:func:`cholesky_solve_into`, :func:`_cholesky_solve_columns`, the
+    factorization itself) visits the pattern only — zeroing a 120 × 120 L cost ~1.5 µs per factorization.
+    :func:`cholesky` zeroes L first, for a plain triangular factor."""
     if blocks.shape[0] == 0:
         if H.shape[0] > DENSE_LOOP_MAX:
             L[:, :] = np.linalg.cholesky(H)
@@ -453,7 +525,7 @@ def cholesky_within(H, blocks, L, candidates):
                 continue
             nz = False
             for i in range(blocks[bi], blocks[bi + 1]):
-                for j in range(blocks[bj], blocks[bj + 1]):
+                for j in range(blocks[bj], min(blocks[bj + 1], i + 1)):
                     if H[i, j] != 0.0:
                         nz = True
                         break
@@ -466,10 +538,8 @@ def cholesky_within(H, blocks, L, candidates):
                 for bj in range(bk + 1, bi + 1):
                     if mask[bj, bk]:
                         mask[bi, bj] = True
-    L[:, :] = 0.0
     shared = np.empty(nb, dtype=np.int64)  # the earlier blocks k with L_ik and L_jk both nonzero
     for bj in range(nb):
-        j0, j1 = blocks[bj], blocks[bj + 1]
         for bi in range(bj, nb):
             if not mask[bi, bj]:
                 continue
@@ -478,38 +548,37 @@ def cholesky_within(H, blocks, L, candidates):
                 if mask[bi, bk] and mask[bj, bk]:
                     shared[ns] = bk
                     ns += 1
-            for i in range(blocks[bi], blocks[bi + 1]):
-                for j in range(j0, min(j1, i + 1)):
-                    s = H[i, j]
-                    for t in range(ns):
-                        for k in range(blocks[shared[t]], blocks[shared[t] + 1]):
-                            s -= L[i, k] * L[j, k]
-                    for k in range(j0, j):
-                        s -= L[i, k] * L[j, k]
-                    _set_factor_entry(L, i, j, s)
+            _factor_block(H, L, blocks[bi], blocks[bi + 1], blocks[bj], blocks[bj + 1], blocks, shared, ns,
+                          candidates[bi, bj])
     return mask
 
 
 @njit(cache=True, error_model="numpy")
 def cholesky_solve_into(L, x, blocks, mask):
-    """x ← H⁻¹ x for H = L Lᵀ, in place: forward substitution by rows (x_i = (x_i − Σ_{k<i} L_ik x_k) / L_ii), then
-    back substitution by columns of Lᵀ (x_i /= L_ii, then x_k −= L_ik x_i for k < i: each x_k gets its terms in
-    descending i, and the updates of one i are independent, where a sum per row of Lᵀ would wait on each
-    subtraction and read L by columns). With a block factor (``blocks``, ``mask`` of
-    :func:`cholesky`) the loops visit only the nonzero blocks, in the order of the dense loops (the skipped terms
-    are exact zeros: the same x bit for bit); a dense factor is one block (``blocks`` = [0, n]:
-    :func:`solve_partition`, ``mask`` = [[True]])."""
+    """x ← H⁻¹ x for H = L Lᵀ, in place, both triangular solves by columns: forward, x_k /= L_kk once every
+    earlier column has been subtracted, then x_i −= L_ik x_k for the rows i > k; back, x_i /= L_ii, then
+    x_k −= L_ik x_i for k < i. Each x_i gets its terms in the order of a sum per row (ascending k forward,
+    descending back), so the same bits as x_i = (x_i − Σ_{k<i} L_ik x_k) / L_ii, but the updates of one column are
+    independent, where a sum per row waits on each subtraction. With a block factor (``blocks``, ``mask`` of
+    :func:`cholesky`) the loops visit only the nonzero blocks (the skipped terms are exact zeros: the same x bit
+    for bit); a dense factor is one block (``blocks`` = [0, n]: :func:`solve_partition`, ``mask`` = [[True]])."""
     nb = blocks.shape[0] - 1
-    for bi in range(nb):
-        for i in range(blocks[bi], blocks[bi + 1]):
-            s = x[i]
-            for bk in range(bi):
-                if mask[bi, bk]:
-                    for k in range(blocks[bk], blocks[bk + 1]):
-                        s -= L[i, k] * x[k]
-            for k in range(blocks[bi], i):
-                s -= L[i, k] * x[k]
-            x[i] = s / L[i, i]
+    below = np.empty(nb, dtype=np.int64)  # the blocks bi > bk with L's block (bi, bk) nonzero
+    for bk in range(nb):
+        nbelow = 0
+        for bi in range(bk + 1, nb):
+            if mask[bi, bk]:
+                below[nbelow] = bi
+                nbelow += 1
+        k1 = blocks[bk + 1]
+        for k in range(blocks[bk], k1):
+            xk = x[k] / L[k, k]
+            x[k] = xk
+            for i in range(k + 1, k1):
+                x[i] -= L[i, k] * xk
+            for t in range(nbelow):
+                for i in range(blocks[below[t]], blocks[below[t] + 1]):
+                    x[i] -= L[i, k] * xk
     for bi in range(nb - 1, -1, -1):
         for i in range(blocks[bi + 1] - 1, blocks[bi] - 1, -1):
             xi = x[i] / L[i, i]
@@ -558,7 +627,8 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
 
 @njit(cache=True, error_model="numpy")
 def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats):
-    """The Newton loop of :func:`solve`, on the pools by reference (:class:`ContactPoolRef`, ...)."""
+    """The Newton loop of :func:`solve`, on the pools by reference (:class:`ContactPoolRef`, ...). Returns the block
+    pattern of the factor in L (:func:`cholesky_within`; valid when stats[FACTORIZATIONS] > 0)."""
     Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
     nv = v.shape[0]
     grad = np.empty(nv)
@@ -583,17 +653,19 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
     candidates = coupled_blocks(contacts, couplers, blocks)  # the blocks of H that may be nonzero
     for it in range(MAX_NEWTON_ITERATIONS):
         quad = quadratic_cost(v, A, r, blocks, grad, Av)
-        cost = pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H,
-                          need_factor or not reuse_hessian)
+        want_hess = need_factor or not reuse_hessian
+        if want_hess:
+            start_hessian(A, H, blocks, candidates)
+        cost = pool_costs(v, A, dt, vs, contacts, limits, gains, couplers, quad, grad, H, want_hess)
         gnorm = 0.0
         for a in range(nv):
             gnorm += (dscale[a] * grad[a]) ** 2
         gnorm = math.sqrt(gnorm)
         if not math.isfinite(gnorm):
-            return
+            return mask
         if gnorm <= tol * scale:  # (32), checked before the iteration
             stats[CONVERGED] = 1
-            return
+            return mask
         if need_factor or not reuse_hessian or not have_factor:
             mask = cholesky_within(H, blocks, L, candidates)
             stats[FACTORIZATIONS] += 1
@@ -620,21 +692,21 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
             dv += (step / dscale[a]) ** 2
         dv = math.sqrt(dv)
         if not math.isfinite(dv):
-            return
+            return mask
         if dv_prev > 0.0:
             theta = min(dv / dv_prev, 0.9999)
             eta = theta / (1.0 - theta)
             if eta * dv <= tol * scale:  # (33)
                 stats[CONVERGED] = 1
-                return
+                return mask
             if reuse_hessian:  # (35): refactor if the predicted error after 10 iterations is too large
                 kk = min(it, 9)
                 need_factor = theta ** (10 - kk) / (1.0 - theta) * dv >= tol * scale
         elif dv == 0.0:
             stats[CONVERGED] = 1
-            return
+            return mask
         dv_prev = dv
-    return
+    return mask
 
 
 
@@ -698,22 +770,33 @@ def _subtract_row(B, i, k, scale):
 
 
 @njit(cache=True, error_model="numpy")
-def _cholesky_solve_columns(L, B):
+def _cholesky_solve_columns(L, B, blocks, mask):
     """B ← H⁻¹ B in place for H = L Lᵀ, all columns at once: forward then back substitution by rows of B, so the
-    inner loops run along contiguous rows; each column's operations in the order of :func:`cholesky_solve_into`."""
-    n = L.shape[0]
-    for i in range(n):
-        for k in range(i):
-            _subtract_row(B, i, k, L[i, k])
-        B[i] /= L[i, i]
-    for i in range(n - 1, -1, -1):
-        B[i] /= L[i, i]
-        for k in range(i):
-            _subtract_row(B, k, i, L[i, k])
+    inner loops run along contiguous rows; each column's operations in the order of :func:`cholesky_solve_into`,
+    over the nonzero blocks of L only (``blocks``, ``mask`` as there)."""
+    nb = blocks.shape[0] - 1
+    for bi in range(nb):
+        for i in range(blocks[bi], blocks[bi + 1]):
+            for bk in range(bi):
+                if mask[bi, bk]:
+                    for k in range(blocks[bk], blocks[bk + 1]):
+                        _subtract_row(B, i, k, L[i, k])
+            for k in range(blocks[bi], i):
+                _subtract_row(B, i, k, L[i, k])
+            B[i] /= L[i, i]
+    for bi in range(nb - 1, -1, -1):
+        for i in range(blocks[bi + 1] - 1, blocks[bi] - 1, -1):
+            B[i] /= L[i, i]
+            for k in range(blocks[bi], i):
+                _subtract_row(B, k, i, L[i, k])
+            for bk in range(bi):
+                if mask[bi, bk]:
+                    for k in range(blocks[bk], blocks[bk + 1]):
+                        _subtract_row(B, k, i, L[i, k])
 
 
 @njit(cache=True, error_model="numpy")
-def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, L, blocks, fresh, idx, Xt, G):
+def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, L, blocks, mask, fresh, idx, Xt, G):
     """Sensitivities of the minimiser v* of ℓ(·; b) and of its normal impulses to the friction bounds
     b_j = δt fn_j [N s] (``contacts.fn0`` = fn) of the contacts ``idx`` (m,), at ``v`` = v*(b), by the implicit
     function theorem on ∇ℓ(v*(b); b) = 0:
@@ -724,7 +807,8 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
     G (m, m): G_ab = ∂γ_n,i/∂b_j (i = idx[a], j = idx[b]) = ℓ_n,i'' n̂_iᵀ J_i Xt[:, b]
     (∂γ_n,i/∂v = −ℓ_n,i'' n̂_iᵀ J_i): friction at one contact moves the bodies and through them every stiff normal.
 
-    fresh: factor H at v into L first (block partition ``blocks``, as :func:`solve` does); else L is used as it is —
+    fresh: factor H at v into L first (block partition ``blocks``, as :func:`solve` does; ``mask`` is not read);
+    else L is used as it is, with ``mask`` its block pattern (:func:`cholesky_within`) —
     :func:`solve_coulomb` passes the factor of the solve's last Newton iteration, one iterate before v (on 3 500
     Allegro problems the Newton iteration on the bounds then took the same solves as with the exact factor: 4 776 vs
     4 775, 2 951 vs 2 953). Pools as in :func:`solve`."""
@@ -735,7 +819,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
         grad = np.empty(nv)
         H = np.empty((nv, nv))
         cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, fresh, blocks)
-        cholesky_within(H, blocks, L, coupled_blocks(contacts, couplers, blocks))  # as solve() factors
+        mask = cholesky_within(H, blocks, L, coupled_blocks(contacts, couplers, blocks))  # as solve() factors
     vc = np.empty((contacts.n, 3))
     constraint_velocities(v, Jc, cols, ncols, contacts.n, vc)
     sens = np.empty(3)
@@ -747,7 +831,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
                                              sens)
         for j in range(ncols[i]):
             Xt[cols[i, j], a] += Jc[i, 0, j] * sens[0] + Jc[i, 1, j] * sens[1] + Jc[i, 2, j] * sens[2]
-    _cholesky_solve_columns(L, Xt)
+    _cholesky_solve_columns(L, Xt, solve_partition(blocks, nv), mask)
     for a in range(m):
         for b in range(m):
             G[a, b] = 0.0
@@ -762,12 +846,12 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
 
 
 @njit(cache=True, error_model="numpy")
-def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn, L, blocks, fresh):
+def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn, L, blocks, mask, fresh):
     """One (quasi-)Newton step on the friction bounds of :func:`solve_coulomb`: b − γ_n(v*(b)) = 0, per contact
     b_i = δt fn_i [N s] (``contacts.fn0``, overwritten with the new bounds / δt) and γ_n,i the normal impulse of the
     solution ``v`` of the problem with bounds b (``gn``, from :func:`friction_bound_mismatch`).
 
-    With G = ∂γ_n/∂b and X = −∂v*/∂b of :func:`friction_bound_jacobian` (L, blocks, fresh: its Hessian factor), the
+    With G = ∂γ_n/∂b and X = −∂v*/∂b of :func:`friction_bound_jacobian` (L, blocks, mask, fresh: its Hessian factor), the
     step solves (I − G) Δb = γ_n − b, clips the new bounds at 0 and moves ``v`` to the first-order prediction v − Xᵀ Δb
     (the next solve's warm start). Only the contacts that are closed at v (ℓ_n'' > 0) or whose bound disagrees
     (γ_n ≠ b) enter: an open contact with γ_n = b (= 0: speculative, or released) has a zero row of G and a zero
@@ -792,7 +876,7 @@ def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn
     idx = take[:m]
     Xt = np.empty((nv, m))
     G = np.empty((m, m))
-    friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, L, blocks, fresh, idx, Xt, G)
+    friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, L, blocks, mask, fresh, idx, Xt, G)
     S = np.eye(m) - G
     res = np.empty(m)
     for a in range(m):
@@ -842,7 +926,7 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     solution (may alias the pool's f_n0 array: written after the last solve). stats accumulate over the solves.
     Returns the number of solves beyond the first."""
     nc, cfn0 = contacts.n, contacts.fn0
-    _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats)
+    mask = _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats)
     rtol, atol = friction_tol[0], friction_tol[1]
     if rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
         for i in range(nc):
@@ -856,16 +940,18 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     fn = cfn0.copy()
     with_bounds = ContactPoolRef(contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.phi0,
                                  contacts.k, contacts.d, contacts.mu, fn, contacts.w, nc)
-    factored = stats[FACTORIZATIONS] > 0  # L holds the last solve's last Hessian factor
+    factored = stats[FACTORIZATIONS] > 0  # L holds the last solve's last Hessian factor, with block pattern mask
     extra = 0
     while True:
         if extra + 1 >= MAX_FRICTION_SOLVES:
             stats[CONVERGED] = 0
             break
         # next bounds (fn, in place) and the warm start (v, in place) from a Newton step on b − γ_n(v*(b)) = 0
-        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits, gains, couplers, gn, L, blocks, not factored)
+        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits, gains, couplers, gn, L, blocks, mask,
+                              not factored)
         n0, l0, f0 = stats[NEWTON_ITERS], stats[LS_ITERS], stats[FACTORIZATIONS] + (0 if factored else 1)
-        _newton(v, A, r, dscale, dt, vs, with_bounds, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats)
+        mask = _newton(v, A, r, dscale, dt, vs, with_bounds, limits, gains, couplers, tol, reuse_hessian, L, blocks,
+                       stats)
         factored = stats[FACTORIZATIONS] > 0
         stats[NEWTON_ITERS] += n0
         stats[LS_ITERS] += l0

@@ -110,7 +110,7 @@ def test_coupled_blocks_cover_the_hessian_and_give_the_same_factor():
             for bj in range(bi + 1):
                 if np.any(H[blocks[bi]:blocks[bi + 1], blocks[bj]:blocks[bj + 1]] != 0.0):
                     assert cand[bi, bj]
-        L1, L2 = np.empty(H.shape), np.empty(H.shape)
+        L1, L2 = np.empty(H.shape), np.zeros(H.shape)  # cholesky_within writes the pattern's blocks only
         m1, m2 = slv.cholesky(H, blocks, L1), slv.cholesky_within(H, blocks, L2, cand)
         assert np.array_equal(L1, L2) and np.array_equal(m1, m2)
         coupled += int(np.tril(m1, -1).sum())
@@ -155,3 +155,52 @@ def test_clutter_trajectory_does_not_depend_on_the_factorization():
     (qa, sa), (qb, sb) = runs
     assert sa.accepted == sb.accepted and sa.rejected == sb.rejected
     assert np.abs(qa - qb).max() < 1e-6
+
+
+def test_newton_assembly_reads_and_writes_only_the_candidate_blocks():
+    """A Newton iteration of solve() puts A on the lower triangle of the candidate blocks (start_hessian), the pools
+    add their lower triangles, and cholesky_within reads only those and writes only its pattern's blocks: with every
+    other entry of H and L garbage (NaN) the factor and the Newton direction are the reference's bit for bit."""
+    sim = Simulator(scenes.clutter(n_objects=12), accuracy=1e-3)
+    integ = sim.integrator
+    blocks = integ._blocks
+    nv = integ.v.shape[0]
+    checked = 0
+    for t in (0.3, 0.6, 0.9):
+        sim.advance_to(t)
+        dt = integ.dt
+        cache = integ.start
+        integ._prepare(cache, integ.q, integ.v, integ.z, integ.t, dt)
+        gains, _, _ = integ._gain_pool(cache, dt)
+        A = cache.M + np.diag(dt * integ.damping)
+        r = cache.M @ cache.v - dt * cache.bias
+        pools = (cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool)
+        grad_ref, H_ref = np.empty(nv), np.zeros((nv, nv))
+        slv.cost_gradient_hessian(integ.v, A, r, dt, integ.vs, *pools, grad_ref, H_ref, True, blocks)
+        L_ref = np.empty((nv, nv))
+        mask_ref = slv.cholesky(H_ref, blocks, L_ref)
+        cand = slv.coupled_blocks(cache.contact_pool, cache.coupler_pool, blocks)
+        H, L = np.full((nv, nv), np.nan), np.full((nv, nv), np.nan)
+        grad = np.empty(nv)
+        quad = slv.quadratic_cost(integ.v, A, r, blocks, grad, np.empty(nv))
+        slv.start_hessian(A, H, blocks, cand)
+        slv.pool_costs(integ.v, A, dt, integ.vs, *pools, quad, grad, H, True)
+        mask = slv.cholesky_within(H, blocks, L, cand)
+        assert np.array_equal(mask, mask_ref) and np.array_equal(grad, grad_ref)
+        for bi in range(blocks.shape[0] - 1):
+            for bj in range(bi + 1):
+                rows, cols = slice(blocks[bi], blocks[bi + 1]), slice(blocks[bj], blocks[bj + 1])
+                if mask[bi, bj]:
+                    assert np.array_equal(np.tril(L[rows, cols]) if bi == bj else L[rows, cols],
+                                          np.tril(L_ref[rows, cols]) if bi == bj else L_ref[rows, cols])
+                    checked += bi != bj
+                else:
+                    assert np.all(np.isnan(L[rows, cols]))  # not written
+        p = slv._cholesky_solve(L, -grad, blocks, mask)
+        assert np.array_equal(p, slv._cholesky_solve(L_ref, -grad_ref, blocks, mask_ref))
+        B = np.random.default_rng(0).normal(size=(nv, 5))
+        X = B.copy()
+        slv._cholesky_solve_columns(L, X, blocks, mask)  # the friction-bound Jacobian's solve, all columns at once
+        for c in range(B.shape[1]):
+            assert np.array_equal(X[:, c], slv._cholesky_solve(L_ref, B[:, c].copy(), blocks, mask_ref)), c
+    assert checked > 0  # objects touched each other: coupled blocks were compared

@@ -94,7 +94,8 @@ def test_bound_sensitivities_match_central_differences(disagreeing_states):
     v, gn = minimiser(fn)
     Xt, G = np.empty((nv, nc)), np.empty((nc, nc))
     slv.friction_bound_jacobian(v, A, r, dt, integ.vs, pool._replace(fn0=fn), limits, gains, couplers,
-                                np.empty((nv, nv)), integ._blocks, True, np.arange(nc), Xt, G)
+                                np.empty((nv, nv)), integ._blocks, np.ones((1, 1), dtype=bool), True, np.arange(nc),
+                                Xt, G)
     X = Xt.T
     assert np.abs(G).max() > 1e-3, "the contacts should be coupled through the cube"
     checked = 0

@@ -86,15 +86,12 @@ def test_block_triangular_solves_equal_the_dense_ones_bit_for_bit(sizes, couplin
     assert np.allclose(x, np.linalg.solve(H, b), rtol=1e-10, atol=0)
 
 
-def test_coupled_blocks_cover_the_hessian_and_give_the_same_factor():
-    """The candidate blocks from the pools (coupled_blocks) contain every nonzero block of clutter Hessians (objects
-    resting on each other), and the factor that scans only them is the full scan's bit for bit."""
-    sim = Simulator(scenes.clutter(n_objects=12), accuracy=1e-3)
+def _clutter_problems(times, n_objects=12):
+    """The convex problem of the full step from the states of a clutter run at ``times``: (integrator, dt, A, r,
+    (contact, limit, gain, coupler pools)), as the integrator hands it to the solver."""
+    sim = Simulator(scenes.clutter(n_objects=n_objects), accuracy=1e-3)
     integ = sim.integrator
-    blocks = integ._blocks
-    nb = blocks.shape[0] - 1
-    coupled = 0
-    for t in (0.3, 0.5, 0.7, 0.9):
+    for t in times:
         sim.advance_to(t)
         dt = integ.dt
         cache = integ.start
@@ -102,10 +99,19 @@ def test_coupled_blocks_cover_the_hessian_and_give_the_same_factor():
         gains, _, _ = integ._gain_pool(cache, dt)
         A = cache.M + np.diag(dt * integ.damping)
         r = cache.M @ cache.v - dt * cache.bias
+        yield integ, dt, A, r, (cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool)
+
+
+def test_coupled_blocks_cover_the_hessian_and_give_the_same_factor():
+    """The candidate blocks from the pools (coupled_blocks) contain every nonzero block of clutter Hessians (objects
+    resting on each other), and the factor that scans only them is the full scan's bit for bit."""
+    coupled = 0
+    for integ, dt, A, r, pools in _clutter_problems((0.3, 0.5, 0.7, 0.9)):
+        blocks = integ._blocks
+        nb = blocks.shape[0] - 1
         grad, H = np.empty(A.shape[0]), np.empty(A.shape)
-        slv.cost_gradient_hessian(integ.v, A, r, dt, integ.vs, cache.contact_pool, cache.limit_pool, gains,
-                                  cache.coupler_pool, grad, H, True, blocks)
-        cand = slv.coupled_blocks(cache.contact_pool, cache.coupler_pool, blocks)
+        slv.cost_gradient_hessian(integ.v, A, r, dt, integ.vs, *pools, grad, H, True, blocks)
+        cand = slv.coupled_blocks(pools[0], pools[3], blocks)
         for bi in range(nb):
             for bj in range(bi + 1):
                 if np.any(H[blocks[bi]:blocks[bi + 1], blocks[bj]:blocks[bj + 1]] != 0.0):
@@ -161,25 +167,15 @@ def test_newton_assembly_reads_and_writes_only_the_candidate_blocks():
     """A Newton iteration of solve() puts A on the lower triangle of the candidate blocks (start_hessian), the pools
     add their lower triangles, and cholesky_within reads only those and writes only its pattern's blocks: with every
     other entry of H and L garbage (NaN) the factor and the Newton direction are the reference's bit for bit."""
-    sim = Simulator(scenes.clutter(n_objects=12), accuracy=1e-3)
-    integ = sim.integrator
-    blocks = integ._blocks
-    nv = integ.v.shape[0]
     checked = 0
-    for t in (0.3, 0.6, 0.9):
-        sim.advance_to(t)
-        dt = integ.dt
-        cache = integ.start
-        integ._prepare(cache, integ.q, integ.v, integ.z, integ.t, dt)
-        gains, _, _ = integ._gain_pool(cache, dt)
-        A = cache.M + np.diag(dt * integ.damping)
-        r = cache.M @ cache.v - dt * cache.bias
-        pools = (cache.contact_pool, cache.limit_pool, gains, cache.coupler_pool)
+    for integ, dt, A, r, pools in _clutter_problems((0.3, 0.6, 0.9)):
+        blocks = integ._blocks
+        nv = integ.v.shape[0]
         grad_ref, H_ref = np.empty(nv), np.zeros((nv, nv))
         slv.cost_gradient_hessian(integ.v, A, r, dt, integ.vs, *pools, grad_ref, H_ref, True, blocks)
         L_ref = np.empty((nv, nv))
         mask_ref = slv.cholesky(H_ref, blocks, L_ref)
-        cand = slv.coupled_blocks(cache.contact_pool, cache.coupler_pool, blocks)
+        cand = slv.coupled_blocks(pools[0], pools[3], blocks)
         H, L = np.full((nv, nv), np.nan), np.full((nv, nv), np.nan)
         grad = np.empty(nv)
         quad = slv.quadratic_cost(integ.v, A, r, blocks, grad, np.empty(nv))

@@ -16,11 +16,12 @@ problem and in one numba loop each (no dispatch in the timing), best of 3 of ``-
 * the phases of one Newton iteration at the warm start, as :func:`cenic_gym.solver.solve` runs them: the cost,
   gradient and Hessian (``quadratic_cost``, ``start_hessian`` on the candidate blocks, ``pool_costs``), the same
   without the Hessian (what the line search and the gradient-only iterations pay), the factorization
-  (``cholesky_within`` on the candidate blocks; dense for robots), the two triangular solves, ``constraint_velocities`` twice (v and p) and ``exact_line_search``; and, for the Hessian
-  assembly, the contact pool's share (``contact_pool_cost`` with the Hessian) and one ``_line_eval``.
+  (``cholesky_within`` on the candidate blocks; dense for robots), the two triangular solves,
+  ``constraint_velocities`` twice (v and p) and ``exact_line_search``; and, for the Hessian assembly, the contact
+  pool's share (``contact_pool_cost`` with the Hessian) and one ``_line_eval``.
 
-Counts come from the solver's own counters over the whole run (``CenicIntegrator``'s totals: solves, Newton
-iterations, line-search iterations, factorizations). Nothing here changes the physics.
+Counts come from the solver's own counters over the whole run (the integrator's stats: solves, Newton iterations,
+line-search iterations, factorizations, friction re-solves). Nothing here changes the physics.
 """
 from __future__ import annotations
 

@@ -218,8 +218,10 @@ def start_hessian(A, H, blocks, candidates):
             for b in range(blocks[bi], a + 1):
                 H[a, b] = A[a, b]
         for bj in range(bi):
-            if candidates[bi, bj]:
-                H[blocks[bi]:blocks[bi + 1], blocks[bj]:blocks[bj + 1]] = 0.0
+            if candidates[bi, bj]:  # (loops, not a slice: a view would cost reference counts per block)
+                for a in range(blocks[bi], blocks[bi + 1]):
+                    for b in range(blocks[bj], blocks[bj + 1]):
+                        H[a, b] = 0.0
 
 
 @njit(cache=True, error_model="numpy")
@@ -404,23 +406,11 @@ def coupled_blocks(contacts, couplers, blocks):
     return cand
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _set_factor_entry(L, i, j, s):
-    """L_ij of a Cholesky factor from its reduced entry s = H_ij − Σ_k L_ik L_jk: √s on the diagonal (raises
-    ``np.linalg.LinAlgError`` unless s > 0, as LAPACK's does), s / L_jj below it."""
-    if i == j:
-        if not s > 0.0:
-            raise np.linalg.LinAlgError("Matrix is not positive definite.")
-        L[i, i] = math.sqrt(s)
-    else:
-        L[i, j] = s / L[j, j]
-
-
 DENSE_LOOP_MAX = 40  # dense factorizations up to this size run in loops (:func:`_dense_cholesky`), larger in LAPACK
 _NO_SHARED = np.zeros(0, dtype=np.int64)  # a dense factor's (empty) list of earlier blocks
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _factor_block(H, L, i0, i1, j0, j1, blocks, shared, ns, from_h):
     """The block of rows i0:i1 and columns j0:j1 (i0 ≥ j0; a diagonal block when i0 = j0) of the Cholesky factor,
     column by column: L_ij = (H_ij − Σ_k L_ik L_jk) / L_jj with the sum over the columns k of the earlier blocks
@@ -429,8 +419,14 @@ def _factor_block(H, L, i0, i1, j0, j1, blocks, shared, ns, from_h):
     The rows of a column are independent, so four run at a time: each entry's sum is the same chain of
     multiply-subtracts in the same order as one row at a time (the same bits), and four independent chains keep the
     floating-point units busy where one waits on each subtraction's latency (the factorizations of a bin of 20
-    spheres 1.26× faster than one row at a time). from_h False: H's block is zero (fill) and is not read. Needs the blocks (bj, bj) and (bi, k),
-    (bj, k) of the shared k already factored (bi, bj: the blocks of the rows and the columns)."""
+    spheres 1.26× faster than one row at a time). from_h False: H's block is zero (fill) and is not read. Needs
+    the blocks (bj, bj) and (bi, k), (bj, k) of the shared k already factored (bi, bj: the blocks of the rows and
+    of the columns).
+
+    Returns False if a pivot H_jj − Σ_k L_jk² was not positive (H is not positive definite; the caller raises, as
+    LAPACK does): a plain call with one exit and no raise, so numba counts no reference of its four arrays
+    (docs/performance.md, "Reference counts pruned")."""
+    positive = True
     for j in range(j0, j1):
         i = i0
         if i0 == j0:
@@ -440,7 +436,9 @@ def _factor_block(H, L, i0, i1, j0, j1, blocks, shared, ns, from_h):
                     s -= L[j, k] * L[j, k]
             for k in range(j0, j):
                 s -= L[j, k] * L[j, k]
-            _set_factor_entry(L, j, j, s)
+            if not s > 0.0:
+                positive = False
+            L[j, j] = math.sqrt(s) if s > 0.0 else math.nan
             i = j + 1
         d = L[j, j]
         while i + 4 <= i1:
@@ -485,6 +483,7 @@ def _factor_block(H, L, i0, i1, j0, j1, blocks, shared, ns, from_h):
             for k in range(j0, j):
                 s0 -= L[i, k] * L[j, k]
             L[i, j] = s0 / d
+    return positive
 
 
 @njit(cache=True, error_model="numpy")
@@ -498,7 +497,8 @@ def _dense_cholesky(H, L):
     for j in range(n):
         for i in range(j):
             L[i, j] = 0.0
-    _factor_block(H, L, 0, n, 0, n, _NO_SHARED, _NO_SHARED, 0, True)
+    if not _factor_block(H, L, 0, n, 0, n, _NO_SHARED, _NO_SHARED, 0, True):
+        raise np.linalg.LinAlgError("Matrix is not positive definite.")
 
 
 @njit(cache=True, error_model="numpy")
@@ -548,8 +548,9 @@ def cholesky_within(H, blocks, L, candidates):
                 if mask[bi, bk] and mask[bj, bk]:
                     shared[ns] = bk
                     ns += 1
-            _factor_block(H, L, blocks[bi], blocks[bi + 1], blocks[bj], blocks[bj + 1], blocks, shared, ns,
-                          candidates[bi, bj])
+            if not _factor_block(H, L, blocks[bi], blocks[bi + 1], blocks[bj], blocks[bj + 1], blocks, shared, ns,
+                                 candidates[bi, bj]):
+                raise np.linalg.LinAlgError("Matrix is not positive definite.")
     return mask
 
 

@@ -313,9 +313,9 @@ def query_contacts(args, n):
 @njit(cache=True, inline="always")
 def _query_kernel(q, v, Jw, lookahead, state):
     """A whole query in compiled code (inlined into ``cenic.prepare_kernel``): poses, speed bounds, broad + narrow
-    phase and the contact Jacobians of the numba-handled pairs. ``state.query`` = :attr:`ContactQuery.kernel_args` (``state``: the
-    :class:`cenic_gym.cenic.StateArgs` of the query's state; read and unpacked here at once, so that numba counts
-    its 42 arrays once). Returns (contacts, pairs left to coal)."""
+    phase and the contact Jacobians of the numba-handled pairs. ``state.query`` = :attr:`ContactQuery.kernel_args`
+    (``state``: the :class:`cenic_gym.cenic.StateArgs` of the query's state; read and unpacked here at once, so that
+    numba counts its 42 arrays once). Returns (contacts, pairs left to coal)."""
     (joint_kind, joint_idx_q, joint_cols, joint_ncols, joint_R, joint_p,
      geom_joint, geom_R, geom_p, geom_bound, geom_Rw, geom_pw, geom_speed,
      pairs, gtype, gsize, gk, gd, gmus, gmud, margin,

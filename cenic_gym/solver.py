@@ -175,19 +175,61 @@ def block_matvec(A, x, blocks):
 @njit(cache=True, error_model="numpy")
 def block_matvec_into(A, x, blocks, out):
     """out ← A x for A = M + δt D, block diagonal over the independent trees of ``blocks`` (:func:`factor_blocks`:
-    the mass matrix never couples two trees); dense (BLAS) without blocks. A bin of 20 objects: 20 6×6 products
-    instead of one 120×120."""
+    the mass matrix never couples two trees), one dense block without blocks. A bin of 20 objects: 20 6×6 products
+    instead of one 120×120. Loops, not BLAS (:func:`dot`). Returns the arguments' sizes, which no caller reads
+    (the one exit that reads every argument: the comment there)."""
     nb = blocks.shape[0] - 1
     if nb < 1:
-        np.dot(A, x, out)
-        return
+        _block_rows_times(A, x, 0, x.shape[0], out)
     for bi in range(nb):
-        b0, b1 = blocks[bi], blocks[bi + 1]
-        for i in range(b0, b1):
-            s = 0.0
-            for j in range(b0, b1):
-                s += A[i, j] * x[j]
-            out[i] = s
+        _block_rows_times(A, x, blocks[bi], blocks[bi + 1], out)
+    # one exit that reads every argument: numba releases them all there, where LLVM's pruning pairs each release with
+    # its count at entry, so a call costs no reference counts (docs/performance.md "Reference counts pruned")
+    return A.size + x.size + blocks.size + out.size
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _block_rows_times(A, x, b0, b1, out):
+    """out[b0:b1] ← A[b0:b1, b0:b1] x[b0:b1], each entry one sum in ascending column order, four rows at a time
+    (independent chains, as :func:`_factor_block`)."""
+    i = b0
+    while i + 4 <= b1:
+        s0 = s1 = s2 = s3 = 0.0
+        for j in range(b0, b1):
+            xj = x[j]
+            s0 += A[i, j] * xj
+            s1 += A[i + 1, j] * xj
+            s2 += A[i + 2, j] * xj
+            s3 += A[i + 3, j] * xj
+        out[i], out[i + 1], out[i + 2], out[i + 3] = s0, s1, s2, s3
+        i += 4
+    while i < b1:
+        s = 0.0
+        for j in range(b0, b1):
+            s += A[i, j] * x[j]
+        out[i] = s
+        i += 1
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def dot(x, y):
+    """xᵀy as four interleaved partial sums, (s0 + s1) + (s2 + s3). The solver's vector products are loops, not
+    numba's BLAS calls: the same sums on every CPU (OpenBLAS picks its kernels, and with them the order of the
+    additions, by CPU) and none of a call's overhead, whose checks and reference counts outweigh n_v ≤ 120
+    multiplications (docs/performance.md "The convex solve")."""
+    n = x.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        s0 += x[i] * y[i]
+        s1 += x[i + 1] * y[i + 1]
+        s2 += x[i + 2] * y[i + 2]
+        s3 += x[i + 3] * y[i + 3]
+        i += 4
+    while i < n:
+        s0 += x[i] * y[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, error_model="numpy")
@@ -197,7 +239,7 @@ def quadratic_cost(v, A, r, blocks, grad, Av):
     block_matvec_into(A, v, blocks, Av)
     for a in range(v.shape[0]):
         grad[a] = Av[a] - r[a]
-    return 0.5 * (v @ Av) - r @ v
+    return 0.5 * dot(v, Av) - dot(r, v)
 
 
 @njit(cache=True, error_model="numpy")
@@ -206,13 +248,13 @@ def start_hessian(A, H, blocks, candidates):
     trees' diagonal blocks among them; A's entries off its diagonal blocks are zero): the Hessian before the pools
     add theirs (:func:`pool_costs`). No blocks: the whole lower triangle. The rest of H is neither written nor read
     (:func:`cholesky_within` reads the lower triangle of the candidates only): a bin of 20 objects (n_v = 120)
-    writes ~1 100 of 14 400 entries per Newton iteration."""
+    writes ~1 100 of 14 400 entries per Newton iteration. Returns the arguments' sizes, which no caller reads (one
+    exit reading every argument, as :func:`block_matvec_into`)."""
     if blocks.shape[0] == 0:
         for a in range(A.shape[0]):
             for b in range(a + 1):
                 H[a, b] = A[a, b]
-        return
-    nb = blocks.shape[0] - 1
+    nb = max(blocks.shape[0] - 1, 0)
     for bi in range(nb):
         for a in range(blocks[bi], blocks[bi + 1]):
             for b in range(blocks[bi], a + 1):
@@ -222,6 +264,7 @@ def start_hessian(A, H, blocks, candidates):
                 for a in range(blocks[bi], blocks[bi + 1]):
                     for b in range(blocks[bj], blocks[bj + 1]):
                         H[a, b] = 0.0
+    return A.size + H.size + blocks.size + candidates.size  # one exit reading every argument (block_matvec_into)
 
 
 @njit(cache=True, error_model="numpy")
@@ -674,14 +717,14 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
         for a in range(nv):
             p[a] = -grad[a]
         cholesky_solve_into(L, p, tri_blocks, mask)
-        dl0 = grad @ p
+        dl0 = dot(grad, p)
         if dl0 >= 0.0:  # stale factor gave no descent: refactor
             need_factor = True
             continue
         constraint_velocities(v, Jc, cols, ncols, nc, vc)
         constraint_velocities(p, Jc, cols, ncols, nc, uc)
         block_matvec_into(A, p, blocks, Av)  # the quadratic part along the line: ½ qa α² + qb α + quad
-        qa, qb = p @ Av, v @ Av - r @ p
+        qa, qb = dot(p, Av), dot(v, Av) - dot(r, p)
         alpha, lsit = exact_line_search(v, p, vc, uc, qa, qb, quad, dt, vs, contacts, limits, gains, couplers, cost,
                                         dl0)
         stats[LS_ITERS] += lsit

@@ -123,13 +123,48 @@ def test_coupled_blocks_cover_the_hessian_and_give_the_same_factor():
     assert coupled > 0  # objects touched each other: off-diagonal blocks were tested
 
 
+def _ascending_row_sums(A, x, b0, b1):
+    """(A x)[b0:b1] over the columns b0:b1, each entry one sum in ascending column order (Python floats)."""
+    out = []
+    for i in range(b0, b1):
+        s = 0.0
+        for j in range(b0, b1):
+            s += float(A[i, j]) * float(x[j])
+        out.append(s)
+    return out
+
+
 def test_block_matvec_equals_the_dense_product():
-    """A = M + δt D never couples two trees: the product by blocks is the dense one (to round-off)."""
+    """A = M + δt D never couples two trees: the product by blocks is the dense one (to round-off); each entry is
+    one ascending sum over its block, bit for bit, and without blocks the matrix is one block (loops, not BLAS:
+    the same bits on every CPU)."""
     rng = np.random.default_rng(3)
     H, starts = _block_sparse_spd([6] * 5, [], rng)
     x = rng.normal(size=H.shape[0])
-    assert np.allclose(slv.block_matvec(H, x, starts), H @ x, rtol=1e-14, atol=1e-12)
-    assert np.array_equal(slv.block_matvec(H, x, slv.NO_BLOCKS), H @ x)
+    by_blocks = slv.block_matvec(H, x, starts)
+    assert np.allclose(by_blocks, H @ x, rtol=1e-14, atol=1e-12)
+    ref = sum((_ascending_row_sums(H, x, a, b) for a, b in zip(starts[:-1], starts[1:])), [])
+    assert np.array_equal(by_blocks, ref)
+    for n in (1, 5, 6, 18, 30):  # every remainder of the four-row chains
+        A, y = rng.normal(size=(n, n)), rng.normal(size=n)
+        assert np.array_equal(slv.block_matvec(A, y, slv.NO_BLOCKS), _ascending_row_sums(A, y, 0, n))
+        assert np.allclose(slv.block_matvec(A, y, slv.NO_BLOCKS), A @ y, rtol=1e-13, atol=1e-13)
+
+
+def test_dot_is_four_interleaved_sums():
+    """solver.dot: the partial sums s_k over the entries i ≡ k (mod 4) of the first 4⌊n/4⌋, the remainder added to
+    s_0, then (s_0 + s_1) + (s_2 + s_3): the same bits on every CPU."""
+    rng = np.random.default_rng(5)
+    dot = slv.dot
+    for n in (0, 1, 3, 4, 7, 18, 120):
+        x, y = rng.normal(size=n), rng.normal(size=n)
+        s = [0.0] * 4
+        for i in range(n - n % 4):
+            s[i % 4] += float(x[i]) * float(y[i])
+        for i in range(n - n % 4, n):
+            s[0] += float(x[i]) * float(y[i])
+        assert dot(x, y) == (s[0] + s[1]) + (s[2] + s[3])
+        assert abs(dot(x, y) - float(x @ y)) <= 1e-13 * max(1.0, float(np.abs(x) @ np.abs(y)))
 
 
 def test_block_cholesky_rejects_an_indefinite_matrix():

@@ -250,21 +250,25 @@ def start_hessian(A, H, blocks, candidates):
     (:func:`cholesky_within` reads the lower triangle of the candidates only): a bin of 20 objects (n_v = 120)
     writes ~1 100 of 14 400 entries per Newton iteration. Returns the arguments' sizes, which no caller reads (one
     exit reading every argument, as :func:`block_matvec_into`)."""
-    if blocks.shape[0] == 0:
-        for a in range(A.shape[0]):
-            for b in range(a + 1):
-                H[a, b] = A[a, b]
-    nb = max(blocks.shape[0] - 1, 0)
+    nb = blocks.shape[0] - 1
+    if nb < 1:
+        _copy_lower_block(A, H, 0, A.shape[0])
     for bi in range(nb):
-        for a in range(blocks[bi], blocks[bi + 1]):
-            for b in range(blocks[bi], a + 1):
-                H[a, b] = A[a, b]
+        _copy_lower_block(A, H, blocks[bi], blocks[bi + 1])
         for bj in range(bi):
             if candidates[bi, bj]:  # (loops, not a slice: a view would cost reference counts per block)
                 for a in range(blocks[bi], blocks[bi + 1]):
                     for b in range(blocks[bj], blocks[bj + 1]):
                         H[a, b] = 0.0
     return A.size + H.size + blocks.size + candidates.size  # one exit reading every argument (block_matvec_into)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _copy_lower_block(A, H, b0, b1):
+    """H ← A on the lower triangle of the diagonal block b0:b1."""
+    for a in range(b0, b1):
+        for b in range(b0, a + 1):
+            H[a, b] = A[a, b]
 
 
 @njit(cache=True, error_model="numpy")

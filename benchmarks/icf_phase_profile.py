@@ -104,6 +104,7 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
     H = np.empty((nv, nv))
     L = np.zeros((nv, nv))
     nc = contacts.n
+    work = slv.new_newton_workspace(nv, contacts.Jc.shape[0], blocks)
     vc = np.empty((nc, 3))
     uc = np.empty((nc, 3))
     # the first Newton iteration's direction at the warm start, shared by the later phases
@@ -126,8 +127,7 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
         if which == -1:
             v[:] = v0
             acc += slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L,
-                                     blocks, stats,
-                                     friction_tol, fn_used)
+                                     blocks, stats, friction_tol, fn_used, work)
         elif which == 0:
             v[:] = v0
             slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, False, L, blocks, stats)
@@ -142,7 +142,7 @@ def run_phase(which, reps, v0, A, r, dscale, dt, vs, contacts, limits, gains, co
         elif which == 3:
             acc += contact_pool_cost(contacts, v0, dt, vs, 0.0, grad, H, True)
         elif which == 4:
-            slv.cholesky_within(H0, blocks, L, cand)  # as solve() does it
+            slv.cholesky_within(H0, blocks, L, cand, work.mask, work.shared)  # as solve() does it
             acc += L[0, 0]
         elif which == 5:
             acc += slv._cholesky_solve(L0, grad, blocks, mask0)[0]

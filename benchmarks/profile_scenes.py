@@ -392,8 +392,10 @@ def _compiled_loops():
         (v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, blocks) = named(prob)
         s = 0.0
         L = np.empty(H.shape)
+        nb = max(blocks.shape[0] - 1, 1)
+        mask, shared = np.empty((nb, nb), dtype=np.bool_), np.empty(nb, dtype=np.int64)
         for _ in range(reps):
-            chol(H, blocks, L, slv.coupled_blocks(contacts, couplers, blocks))
+            chol(H, blocks, L, slv.coupled_blocks(contacts, couplers, blocks), mask, shared)
             s += L[0, 0]
         return s
 

@@ -34,6 +34,7 @@ def repeat_solve(v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     L = np.zeros((nv, nv))
     stats = np.zeros(4, dtype=np.int64)
     fn_used = np.empty(max(contacts.n, 1))
+    work = slv.new_newton_workspace(nv, contacts.Jc.shape[0], slv.NO_BLOCKS)
     v = np.empty(nv)
     acc = 0.0
     for _ in range(reps):
@@ -42,8 +43,7 @@ def repeat_solve(v0, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
             slv.solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, slv.NO_BLOCKS, stats)
         else:
             slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse, L, slv.NO_BLOCKS,
-                              stats,
-                              friction_tol, fn_used)
+                              stats, friction_tol, fn_used, work)
         acc += v[0]
     return acc
 

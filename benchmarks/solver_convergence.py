@@ -69,8 +69,8 @@ def solve_problem(p, coulomb):
         slv.solve(v, p["A"], p["r"], p["dscale"], p["dt"], p["vs"], *pools, p["tol"], False, L, slv.NO_BLOCKS, stats)
         return stats, 1
     extra = slv.solve_coulomb(v, p["A"], p["r"], p["dscale"], p["dt"], p["vs"], *pools, p["tol"], False, L,
-                              slv.NO_BLOCKS, stats,
-                              p["friction_tol"], np.zeros(pools[0].n))
+                              slv.NO_BLOCKS, stats, p["friction_tol"], np.zeros(pools[0].n),
+                              slv.new_newton_workspace(nv, pools[0].Jc.shape[0], slv.NO_BLOCKS))
     return stats, 1 + extra
 
 

@@ -202,17 +202,22 @@ class SolveWorkspace(structref.StructRefProxy):
     partition (:func:`cenic_gym.solver.factor_blocks`), stats (4,) one solve's counters and totals (6,) the
     integration's (:func:`icf_step`), plan the joint integration plan (:func:`integrate_q`), friction_tol (rtol,
     atol) of :func:`cenic_gym.solver.solve_coulomb`, fn_work (2, capacity) the friction bounds [N] of the full and
-    first half step. References to the integrator's arrays, not copies; not picklable (rebuilt after a copy)."""
+    first half step: references to the integrator's arrays, not copies; and the workspace's own arrays, A (n_v, n_v)
+    and r (n_v,) of the step's problem and newton, the solves' (:class:`~cenic_gym.solver.NewtonWorkspace`). Not
+    picklable (rebuilt after a copy)."""
 
 
 structref.define_proxy(SolveWorkspace, SolveWorkspaceType,
-                       ["damping", "L", "blocks", "stats", "totals", "plan", "friction_tol", "fn_work"])
+                       ["damping", "L", "blocks", "stats", "totals", "plan", "friction_tol", "fn_work", "A", "r",
+                        "newton"])
 
 
 @njit(cache=True)
 def new_solve_workspace(damping, L, blocks, stats, totals, plan, friction_tol, fn_work):
     """A :class:`SolveWorkspace` (built in a cached kernel: the proxy's own constructor compiles in every process)."""
-    return SolveWorkspace(damping, L, blocks, stats, totals, plan, friction_tol, fn_work)
+    nv = damping.shape[0]
+    return SolveWorkspace(damping, L, blocks, stats, totals, plan, friction_tol, fn_work, np.empty((nv, nv)),
+                          np.empty(nv), slv.new_newton_workspace(nv, fn_work.shape[1], blocks))
 
 
 @structref.register
@@ -262,18 +267,20 @@ def icf_step(state, n, work, q, v0, bias, dt, vs, tol, reuse, integrate, gains, 
     (:func:`cenic_gym.solver.solve_coulomb`). Returns True when the solve converged."""
     out = state.out
     M, dscale = out[OUT_M], out[OUT_DSCALE]
-    damping, blocks, stats, totals = work.damping, work.blocks, work.stats, work.totals
+    damping, blocks, stats, totals, A, r = work.damping, work.blocks, work.stats, work.totals, work.A, work.r
     nv = v0.shape[0]
-    A = M.copy()
     for a in range(nv):
+        for b in range(nv):
+            A[a, b] = M[a, b]
         A[a, a] += dt * damping[a]
-    r = slv.block_matvec(M, v0, blocks)
+    slv.block_matvec_into(M, v0, blocks, r)
     for a in range(nv):
         r[a] -= dt * bias[a]
     contacts = state.contacts
     contacts.n = n  # the state's first n contacts
     extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, state.limits, slv.GainPoolRef(*gains),
-                              state.couplers, tol, reuse, work.L, blocks, stats, work.friction_tol, fn_used)
+                              state.couplers, tol, reuse, work.L, blocks, stats, work.friction_tol, fn_used,
+                              work.newton)
     ok = stats[slv.CONVERGED] == 1
     totals[TOT_SOLVES] += 1 + extra
     totals[TOT_FRICTION_SOLVES] += extra

@@ -147,6 +147,33 @@ for _ref, _typ, _pool in ((ContactPoolRef, ContactPoolRefType, ContactPool),
     structref.define_proxy(_ref, _typ, list(_pool._fields))
 
 
+# -- the Newton loop's arrays, allocated once ---------------------------------------------------------------------
+# A solve of the one-body scenes is a few microseconds: each array it allocated (gradient, Hessian, search
+# direction, contact velocities, the factor's block pattern and lists, ~15 per solve) cost a malloc, a free and the
+# reference counts of its owner, ~10 % of a sphere drop's stepping. The integrator keeps them in one workspace
+# (``cenic.SolveWorkspace.newton``); :func:`solve` builds one per call. Same arithmetic, same bits.
+
+@structref.register
+class NewtonWorkspaceType(FieldsType):
+    pass
+
+
+class NewtonWorkspace(structref.StructRefProxy):
+    """The arrays of :func:`_newton` and :func:`solve_coulomb` for n_v unknowns, up to ``capacity`` contacts and
+    the factorization's block partition (:func:`new_newton_workspace`): grad, p, Av (n_v,) the gradient, the search
+    direction and A v; H (n_v, n_v) the Hessian (lower triangle); vc, uc (capacity, 3) the contact velocities of v
+    and p; gn (capacity,) the normal impulses of :func:`friction_bound_mismatch`; tri_blocks the triangular solves'
+    partition (:func:`solve_partition`); mask (n_b, n_b) the factor's block pattern ([[True]] dense: :func:`cholesky`)
+    and candidates (n_b, n_b) H's (:func:`coupled_blocks`); tree (n_v,) each unknown's block; seen, shared, below
+    (n_b,) the lists of :func:`coupled_blocks_into`, :func:`cholesky_within` and :func:`cholesky_solve_into`.
+    Not picklable (the integrator builds its own after a copy)."""
+
+
+structref.define_proxy(NewtonWorkspace, NewtonWorkspaceType,
+                       ["grad", "H", "p", "Av", "vc", "uc", "gn", "tri_blocks", "mask", "candidates", "tree", "seen",
+                        "shared", "below"])
+
+
 @njit(cache=True, error_model="numpy")
 def constraint_velocities(v, Jc, cols, ncols, nc, out):
     """v_c,i = J_i v (nc, 3) from the compact Jacobians."""
@@ -419,25 +446,43 @@ def cholesky(H, blocks, L):
     nb = max(blocks.shape[0] - 1, 0)
     if nb > 0:
         L[:, :] = 0.0
-    return cholesky_within(H, blocks, L, np.ones((nb, nb), dtype=np.bool_))
+    mask = np.empty((max(nb, 1), max(nb, 1)), dtype=np.bool_)
+    if not cholesky_within(H, blocks, L, np.ones((nb, nb), dtype=np.bool_), mask, np.empty(nb, dtype=np.int64)):
+        raise np.linalg.LinAlgError("Matrix is not positive definite.")
+    return mask
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_blocks(contacts, couplers, blocks):
+    """:func:`coupled_blocks_into` as a new array."""
+    nb = max(blocks.shape[0] - 1, 0)
+    cand = np.empty((nb, nb), dtype=np.bool_)
+    coupled_blocks_into(contacts, couplers, blocks, block_tree(blocks), np.empty(nb, dtype=np.int64), cand)
+    return cand
+
+
+@njit(cache=True, error_model="numpy")
+def block_tree(blocks):
+    """Each unknown's block (n_v,) of the partition ``blocks`` (:func:`factor_blocks`; empty: dense, no entries)."""
+    nb = max(blocks.shape[0] - 1, 0)
+    tree = np.empty(blocks[nb] if nb else 0, dtype=np.int64)
+    for b in range(nb):
+        tree[blocks[b]:blocks[b + 1]] = b
+    return tree
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def coupled_blocks(contacts, couplers, blocks):
-    """The blocks (i, j), i ≥ j, of the Hessian that may be nonzero, from the constraint pools alone: the diagonal
-    (mass matrices, limits and gains act on one DOF), the trees each contact's Jacobian columns span (J_iᵀ G_i J_i)
-    and the two DOFs of each coupler. A superset of H's pattern (an open contact has G_i = 0) found in O(contacts)
-    instead of scanning the n_b² blocks of H. (0, 0) without blocks."""
+def coupled_blocks_into(contacts, couplers, blocks, tree, seen, cand):
+    """cand (n_b, n_b) ← the blocks (i, j), i ≥ j, of the Hessian that may be nonzero, from the constraint pools
+    alone: the diagonal (mass matrices, limits and gains act on one DOF), the trees each contact's Jacobian columns
+    span (J_iᵀ G_i J_i) and the two DOFs of each coupler. A superset of H's pattern (an open contact has G_i = 0)
+    found in O(contacts) instead of scanning the n_b² blocks of H. Nothing without blocks. tree: each unknown's
+    block (:func:`block_tree`); seen (n_b,): workspace."""
     nb = max(blocks.shape[0] - 1, 0)
-    cand = np.zeros((nb, nb), dtype=np.bool_)
-    if nb == 0:
-        return cand
-    tree = np.empty(blocks[nb], dtype=np.int64)
-    for b in range(nb):
-        tree[blocks[b]:blocks[b + 1]] = b
-        cand[b, b] = True
-    seen = np.empty(nb, dtype=np.int64)
-    for i in range(contacts.n):
+    for a in range(nb):
+        for b in range(nb):
+            cand[a, b] = a == b
+    for i in range(contacts.n if nb else 0):
         m = 0
         for j in range(contacts.ncols[i]):  # sorted columns: a tree's columns are one run
             t = tree[contacts.cols[i, j]]
@@ -447,10 +492,9 @@ def coupled_blocks(contacts, couplers, blocks):
         for a in range(m):
             for b in range(a):
                 cand[max(seen[a], seen[b]), min(seen[a], seen[b])] = True
-    for i in range(couplers.dof0.shape[0]):
+    for i in range(couplers.dof0.shape[0] if nb else 0):
         ta, tb = tree[couplers.dof0[i]], tree[couplers.dof1[i]]
         cand[max(ta, tb), min(ta, tb)] = True
-    return cand
 
 
 DENSE_LOOP_MAX = 40  # dense factorizations up to this size run in loops (:func:`_dense_cholesky`), larger in LAPACK
@@ -538,18 +582,17 @@ def _dense_cholesky(H, L):
     """L ← the lower Cholesky factor of the SPD matrix H by the textbook loops, L_ij = (H_ij − Σ_{k<j} L_ik L_jk) / L_jj:
     :func:`_factor_block` on one block. For the small dense Hessians of robot scenes it is faster than numba's
     LAPACK call, whose copies and checks dominate there (n_v = 6: ~0.1 vs 0.3 µs; n_v = 18: 0.52 µs; LAPACK ahead
-    beyond :data:`DENSE_LOOP_MAX`). The factor differs from LAPACK's in round-off only. Raises
-    ``np.linalg.LinAlgError`` as LAPACK's does."""
+    beyond :data:`DENSE_LOOP_MAX`). The factor differs from LAPACK's in round-off only. Returns False (L unfinished)
+    where LAPACK's raises: H is not positive definite."""
     n = H.shape[0]
     for j in range(n):
         for i in range(j):
             L[i, j] = 0.0
-    if not _factor_block(H, L, 0, n, 0, n, _NO_SHARED, _NO_SHARED, 0, True):
-        raise np.linalg.LinAlgError("Matrix is not positive definite.")
+    return _factor_block(H, L, 0, n, 0, n, _NO_SHARED, _NO_SHARED, 0, True)
 
 
 @njit(cache=True, error_model="numpy")
-def cholesky_within(H, blocks, L, candidates):
+def cholesky_within(H, blocks, L, candidates, mask, shared):
     """:func:`cholesky` where only the blocks (i, j), i ≥ j, with ``candidates[i, j]`` may be nonzero in H
     (:func:`coupled_blocks`): the others are neither scanned nor read (zeros; :func:`start_hessian` writes only the
     candidates). Reads H's lower triangle only. The same factor bit for bit as with every block a candidate.
@@ -557,16 +600,21 @@ def cholesky_within(H, blocks, L, candidates):
     With blocks, only L's blocks in the returned pattern are written (their lower triangle): the rest of L keeps
     whatever it held, and every reader (:func:`cholesky_solve_into`, :func:`_cholesky_solve_columns`, the
     factorization itself) visits the pattern only — zeroing a 120 × 120 L cost ~1.5 µs per factorization.
-    :func:`cholesky` zeroes L first, for a plain triangular factor."""
+    :func:`cholesky` zeroes L first, for a plain triangular factor.
+
+    ``mask`` (n_b, n_b), or (1, 1) dense, receives the pattern; ``shared`` (n_b,): workspace. Returns False (L
+    unfinished) for a matrix that is not positive definite (:func:`cholesky` raises), and raises nothing but
+    LAPACK's error beyond :data:`DENSE_LOOP_MAX` dense unknowns."""
     if blocks.shape[0] == 0:
+        mask[0, 0] = True
         if H.shape[0] > DENSE_LOOP_MAX:
             L[:, :] = np.linalg.cholesky(H)
-        else:
-            _dense_cholesky(H, L)
-        return np.ones((1, 1), dtype=np.bool_)
+            return True
+        return _dense_cholesky(H, L)
     nb = blocks.shape[0] - 1
-    mask = np.zeros((nb, nb), dtype=np.bool_)
     for bi in range(nb):
+        for bj in range(nb):
+            mask[bi, bj] = False
         for bj in range(bi + 1):
             if not candidates[bi, bj]:
                 continue
@@ -585,8 +633,7 @@ def cholesky_within(H, blocks, L, candidates):
                 for bj in range(bk + 1, bi + 1):
                     if mask[bj, bk]:
                         mask[bi, bj] = True
-    shared = np.empty(nb, dtype=np.int64)  # the earlier blocks k with L_ik and L_jk both nonzero
-    for bj in range(nb):
+    for bj in range(nb):  # shared[:ns]: the earlier blocks k with L_ik and L_jk both nonzero
         for bi in range(bj, nb):
             if not mask[bi, bj]:
                 continue
@@ -597,22 +644,22 @@ def cholesky_within(H, blocks, L, candidates):
                     ns += 1
             if not _factor_block(H, L, blocks[bi], blocks[bi + 1], blocks[bj], blocks[bj + 1], blocks, shared, ns,
                                  candidates[bi, bj]):
-                raise np.linalg.LinAlgError("Matrix is not positive definite.")
-    return mask
+                return False
+    return True
 
 
 @njit(cache=True, error_model="numpy")
-def cholesky_solve_into(L, x, blocks, mask):
+def cholesky_solve_into(L, x, blocks, mask, below):
     """x ← H⁻¹ x for H = L Lᵀ, in place, both triangular solves by columns: forward, x_k /= L_kk once every
     earlier column has been subtracted, then x_i −= L_ik x_k for the rows i > k; back, x_i /= L_ii, then
     x_k −= L_ik x_i for k < i. Each x_i gets its terms in the order of a sum per row (ascending k forward,
     descending back), so the same bits as x_i = (x_i − Σ_{k<i} L_ik x_k) / L_ii, but the updates of one column are
     independent, where a sum per row waits on each subtraction. With a block factor (``blocks``, ``mask`` of
     :func:`cholesky`) the loops visit only the nonzero blocks (the skipped terms are exact zeros: the same x bit
-    for bit); a dense factor is one block (``blocks`` = [0, n]: :func:`solve_partition`, ``mask`` = [[True]])."""
+    for bit); a dense factor is one block (``blocks`` = [0, n]: :func:`solve_partition`, ``mask`` = [[True]]).
+    below (≥ n_b − 1,): workspace."""
     nb = blocks.shape[0] - 1
-    below = np.empty(nb, dtype=np.int64)  # the blocks bi > bk with L's block (bi, bk) nonzero
-    for bk in range(nb):
+    for bk in range(nb):  # below[:nbelow]: the blocks bi > bk with L's block (bi, bk) nonzero
         nbelow = 0
         for bi in range(bk + 1, nb):
             if mask[bi, bk]:
@@ -653,8 +700,21 @@ def _cholesky_solve(L, b, blocks, mask):
     """x = H⁻¹ b as a new array (:func:`cholesky_solve_into`; blocks empty: the dense factor of :func:`cholesky`,
     whose one block never reads ``mask``)."""
     x = b.copy()
-    cholesky_solve_into(L, x, solve_partition(blocks, b.shape[0]), mask)
+    cholesky_solve_into(L, x, solve_partition(blocks, b.shape[0]), mask, np.empty(blocks.shape[0], dtype=np.int64))
     return x
+
+
+@njit(cache=True, error_model="numpy")
+def new_newton_workspace(nv, capacity, blocks):
+    """A :class:`NewtonWorkspace` for n_v unknowns, up to ``capacity`` contacts and the block partition ``blocks``
+    (built in a cached kernel: the proxy's own constructor compiles in every process)."""
+    nb = max(blocks.shape[0] - 1, 0)
+    mask = np.zeros((max(nb, 1), max(nb, 1)), dtype=np.bool_)
+    mask[0, 0] = True  # the dense factor's pattern (cholesky_within overwrites a block factor's)
+    return NewtonWorkspace(np.empty(nv), np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty((capacity, 3)),
+                           np.empty((capacity, 3)), np.empty(capacity), solve_partition(blocks, nv).copy(), mask,
+                           np.zeros((nb, nb), dtype=np.bool_), block_tree(blocks), np.empty(nb, dtype=np.int64),
+                           np.empty(nb, dtype=np.int64), np.empty(max(nb, 1), dtype=np.int64))
 
 
 @njit(cache=True, error_model="numpy")
@@ -667,22 +727,28 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
     dscale: diag(M)^(-1/2) (the scaling D of CENIC eq. 32–33). tol: ε_tol of eq. 34.
     reuse_hessian: CENIC eq. 35 (L holds the last factor and must be valid if stats[FACTORIZATIONS] > 0 on entry
     with reuse). blocks: the factorization's block partition (:func:`cholesky`). Returns nothing; ``stats`` gets the
-    counters and the convergence flag.
+    counters and the convergence flag. (The integrator calls :func:`solve_coulomb` with its own workspace; this
+    builds one per call.)
     """
-    _newton(v, A, r, dscale, dt, vs, ContactPoolRef(*contacts), LimitPoolRef(*limits), GainPoolRef(*gains),
-            CouplerPoolRef(*couplers), tol, reuse_hessian, L, blocks, stats)
+    pool = ContactPoolRef(*contacts)
+    _newton(v, A, r, dscale, dt, vs, pool, LimitPoolRef(*limits), GainPoolRef(*gains), CouplerPoolRef(*couplers), tol,
+            reuse_hessian, L, blocks, stats, new_newton_workspace(v.shape[0], pool.Jc.shape[0], blocks))
 
 
 @njit(cache=True, error_model="numpy")
-def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats):
-    """The Newton loop of :func:`solve`, on the pools by reference (:class:`ContactPoolRef`, ...). Returns the block
-    pattern of the factor in L (:func:`cholesky_within`; valid when stats[FACTORIZATIONS] > 0)."""
+def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats, work):
+    """The Newton loop of :func:`solve`, on the pools by reference (:class:`ContactPoolRef`, ...) and the arrays of
+    ``work`` (:class:`NewtonWorkspace`, ValueError if it does not fit); ``work.mask`` receives the block pattern of the factor in L
+    (:func:`cholesky_within`; valid when stats[FACTORIZATIONS] > 0). A Hessian that is not positive definite (a
+    non-finite problem) ends the loop unconverged, as a non-finite gradient or step does. Returns stats[CONVERGED].
+    Nothing in the loop raises; it ends in one exit that reads every argument (as :func:`exact_line_search`)."""
     Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
     nv = v.shape[0]
-    grad = np.empty(nv)
-    H = np.empty((nv, nv))
-    vc = np.empty((nc, 3))
-    uc = np.empty((nc, 3))
+    grad, H, p, Av, vc, uc = work.grad, work.H, work.p, work.Av, work.vc, work.uc  # Av: A v, then A p (the line)
+    tri_blocks, mask, candidates, shared, below = work.tri_blocks, work.mask, work.candidates, work.shared, work.below
+    tree = work.tree
+    if grad.shape[0] != nv or vc.shape[0] < nc or tree.shape[0] != (nv if blocks.shape[0] else 0):
+        raise ValueError("the Newton workspace does not fit the problem (new_newton_workspace(n_v, capacity, blocks))")
     stats[NEWTON_ITERS] = 0
     stats[LS_ITERS] = 0
     stats[FACTORIZATIONS] = 0
@@ -694,11 +760,7 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
     dv_prev = -1.0
     have_factor = False
     need_factor = True
-    p = np.empty(nv)
-    Av = np.empty(nv)  # workspace: A v of quadratic_cost, then A p of the line's quadratic part
-    tri_blocks = solve_partition(blocks, nv)
-    mask = np.ones((1, 1), dtype=np.bool_)  # the block pattern of the factor in L (from cholesky_within)
-    candidates = coupled_blocks(contacts, couplers, blocks)  # the blocks of H that may be nonzero
+    coupled_blocks_into(contacts, couplers, blocks, tree, work.seen, candidates)  # H's possible nonzero blocks
     for it in range(MAX_NEWTON_ITERATIONS):
         quad = quadratic_cost(v, A, r, blocks, grad, Av)
         want_hess = need_factor or not reuse_hessian
@@ -710,17 +772,18 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
             gnorm += (dscale[a] * grad[a]) ** 2
         gnorm = math.sqrt(gnorm)
         if not math.isfinite(gnorm):
-            return mask
+            break
         if gnorm <= tol * scale:  # (32), checked before the iteration
             stats[CONVERGED] = 1
-            return mask
+            break
         if need_factor or not reuse_hessian or not have_factor:
-            mask = cholesky_within(H, blocks, L, candidates)
+            if not cholesky_within(H, blocks, L, candidates, mask, shared):
+                break
             stats[FACTORIZATIONS] += 1
             have_factor = True
         for a in range(nv):
             p[a] = -grad[a]
-        cholesky_solve_into(L, p, tri_blocks, mask)
+        cholesky_solve_into(L, p, tri_blocks, mask, below)
         dl0 = dot(grad, p)
         if dl0 >= 0.0:  # stale factor gave no descent: refactor
             need_factor = True
@@ -740,21 +803,25 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
             dv += (step / dscale[a]) ** 2
         dv = math.sqrt(dv)
         if not math.isfinite(dv):
-            return mask
+            break
         if dv_prev > 0.0:
             theta = min(dv / dv_prev, 0.9999)
             eta = theta / (1.0 - theta)
             if eta * dv <= tol * scale:  # (33)
                 stats[CONVERGED] = 1
-                return mask
+                break
             if reuse_hessian:  # (35): refactor if the predicted error after 10 iterations is too large
                 kk = min(it, 9)
                 need_factor = theta ** (10 - kk) / (1.0 - theta) * dv >= tol * scale
         elif dv == 0.0:
             stats[CONVERGED] = 1
-            return mask
+            break
         dv_prev = dv
-    return mask
+    live = (v.size + A.size + r.size + dscale.size + contacts.n + limits.dof.size + gains.dof.size
+            + couplers.dof0.size + L.size + blocks.size + stats.size + grad.size + H.size + p.size + Av.size + vc.size
+            + uc.size + tri_blocks.size + mask.size + candidates.size + tree.size + shared.size + below.size
+            + Jc.size + cols.size + ncols.size)
+    return stats[CONVERGED] + 0 * live
 
 
 
@@ -787,18 +854,18 @@ def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
     Jc, cols, ncols, normal = contacts.Jc, contacts.cols, contacts.ncols, contacts.normal
     phi0, ck, cd, cmu, cw = contacts.phi0, contacts.k, contacts.d, contacts.mu, contacts.w
     worst = 0.0
-    vc = np.empty(3)
     for i in range(contacts.n):
-        vc[:] = 0.0
+        vc0 = vc1 = vc2 = 0.0  # v_c,i = J_i v
         for j in range(ncols[i]):
             vj = v[cols[i, j]]
-            for a in range(3):
-                vc[a] += Jc[i, a, j] * vj
+            vc0 += Jc[i, 0, j] * vj
+            vc1 += Jc[i, 1, j] * vj
+            vc2 += Jc[i, 2, j] * vj
         b, eps, vhat, _ = contact_step_params(dt, phi0[i], ck[i], cd[i], cmu[i], fn[i], cw[i], vs)
-        vn = vc[0] * normal[i, 0] + vc[1] * normal[i, 1] + vc[2] * normal[i, 2]
+        vn = vc0 * normal[i, 0] + vc1 * normal[i, 1] + vc2 * normal[i, 2]
         _, g, _ = normal_cost(vn, dt, phi0[i], ck[i], cd[i], vhat)
         gn[i] = -g
-        vt2 = max(vc[0] * vc[0] + vc[1] * vc[1] + vc[2] * vc[2] - vn * vn, 0.0)
+        vt2 = max(vc0 * vc0 + vc1 * vc1 + vc2 * vc2 - vn * vn, 0.0)
         s_eps = math.sqrt(vt2 + eps * eps)
         f = math.sqrt(vt2) / s_eps
         mu = cmu[i]
@@ -867,7 +934,11 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
         grad = np.empty(nv)
         H = np.empty((nv, nv))
         cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, fresh, blocks)
-        mask = cholesky_within(H, blocks, L, coupled_blocks(contacts, couplers, blocks))  # as solve() factors
+        nb = max(blocks.shape[0] - 1, 0)
+        mask = np.empty((max(nb, 1), max(nb, 1)), dtype=np.bool_)
+        if not cholesky_within(H, blocks, L, coupled_blocks(contacts, couplers, blocks), mask,  # as solve() factors
+                               np.empty(nb, dtype=np.int64)):
+            raise np.linalg.LinAlgError("Matrix is not positive definite.")
     vc = np.empty((contacts.n, 3))
     constraint_velocities(v, Jc, cols, ncols, contacts.n, vc)
     sens = np.empty(3)
@@ -947,7 +1018,7 @@ def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn
 
 @njit(cache=True, error_model="numpy", inline="always")
 def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats,
-                  friction_tol, fn_used):
+                  friction_tol, fn_used, work):
     """:func:`solve` with each contact's friction bound taken from the step's own normal impulse (issue 10).
 
     The Lagged model (ICF eq. 18) bounds friction by μ γ_n0 = μ δt f_n(x^n), the normal force at the start of the
@@ -972,15 +1043,15 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     :class:`CouplerPoolRef`: the integrator keeps the state's in its ``StateArgs``, built once per cached state).
     rtol ≤ 0: the plain Lagged solve. fn_used (≥ nc): the normal forces b/δt [N] of the bounds of the returned
     solution (may alias the pool's f_n0 array: written after the last solve). stats accumulate over the solves.
-    Returns the number of solves beyond the first."""
+    work: the solves' arrays (:class:`NewtonWorkspace`). Returns the number of solves beyond the first."""
     nc, cfn0 = contacts.n, contacts.fn0
-    mask = _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats)
+    _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats, work)
     rtol, atol = friction_tol[0], friction_tol[1]
     if rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
         for i in range(nc):
             fn_used[i] = cfn0[i]
         return 0
-    gn = np.empty(nc)
+    gn = work.gn
     if friction_bound_mismatch(v, dt, vs, contacts, cfn0, gn, rtol, atol) <= 1.0:  # the usual case
         for i in range(nc):
             fn_used[i] = cfn0[i]
@@ -988,18 +1059,18 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     fn = cfn0.copy()
     with_bounds = ContactPoolRef(contacts.Jc, contacts.cols, contacts.ncols, contacts.normal, contacts.phi0,
                                  contacts.k, contacts.d, contacts.mu, fn, contacts.w, nc)
-    factored = stats[FACTORIZATIONS] > 0  # L holds the last solve's last Hessian factor, with block pattern mask
+    factored = stats[FACTORIZATIONS] > 0  # L holds the last solve's last Hessian factor, block pattern work.mask
     extra = 0
     while True:
         if extra + 1 >= MAX_FRICTION_SOLVES:
             stats[CONVERGED] = 0
             break
         # next bounds (fn, in place) and the warm start (v, in place) from a Newton step on b − γ_n(v*(b)) = 0
-        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits, gains, couplers, gn, L, blocks, mask,
+        coulomb_newton_bounds(v, A, r, dt, vs, with_bounds, limits, gains, couplers, gn, L, blocks, work.mask,
                               not factored)
         n0, l0, f0 = stats[NEWTON_ITERS], stats[LS_ITERS], stats[FACTORIZATIONS] + (0 if factored else 1)
-        mask = _newton(v, A, r, dscale, dt, vs, with_bounds, limits, gains, couplers, tol, reuse_hessian, L, blocks,
-                       stats)
+        _newton(v, A, r, dscale, dt, vs, with_bounds, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats,
+                work)
         factored = stats[FACTORIZATIONS] > 0
         stats[NEWTON_ITERS] += n0
         stats[LS_ITERS] += l0

@@ -117,7 +117,8 @@ def test_coupled_blocks_cover_the_hessian_and_give_the_same_factor():
                 if np.any(H[blocks[bi]:blocks[bi + 1], blocks[bj]:blocks[bj + 1]] != 0.0):
                     assert cand[bi, bj]
         L1, L2 = np.empty(H.shape), np.zeros(H.shape)  # cholesky_within writes the pattern's blocks only
-        m1, m2 = slv.cholesky(H, blocks, L1), slv.cholesky_within(H, blocks, L2, cand)
+        m1, m2 = slv.cholesky(H, blocks, L1), np.ones((nb, nb), dtype=bool)
+        assert slv.cholesky_within(H, blocks, L2, cand, m2, np.empty(nb, dtype=np.int64))
         assert np.array_equal(L1, L2) and np.array_equal(m1, m2)
         coupled += int(np.tril(m1, -1).sum())
     assert coupled > 0  # objects touched each other: off-diagonal blocks were tested
@@ -216,7 +217,9 @@ def test_newton_assembly_reads_and_writes_only_the_candidate_blocks():
         quad = slv.quadratic_cost(integ.v, A, r, blocks, grad, np.empty(nv))
         slv.start_hessian(A, H, blocks, cand)
         slv.pool_costs(integ.v, A, dt, integ.vs, *pools, quad, grad, H, True)
-        mask = slv.cholesky_within(H, blocks, L, cand)
+        nb = blocks.shape[0] - 1
+        mask = np.ones((nb, nb), dtype=bool)
+        assert slv.cholesky_within(H, blocks, L, cand, mask, np.empty(nb, dtype=np.int64))
         assert np.array_equal(mask, mask_ref) and np.array_equal(grad, grad_ref)
         for bi in range(blocks.shape[0] - 1):
             for bj in range(bi + 1):
@@ -235,3 +238,48 @@ def test_newton_assembly_reads_and_writes_only_the_candidate_blocks():
         for c in range(B.shape[1]):
             assert np.array_equal(X[:, c], slv._cholesky_solve(L_ref, B[:, c].copy(), blocks, mask_ref)), c
     assert checked > 0  # objects touched each other: coupled blocks were compared
+
+
+def test_a_reused_newton_workspace_gives_every_solve_the_bits_of_a_fresh_one():
+    """The integrator's solves share one NewtonWorkspace (its Hessian, factor pattern, block lists, contact velocities
+    and normal impulses hold the last solve's values): clutter problems solved one after another in it, Lagged and
+    with Coulomb bounds, end where each solve with a workspace of its own ends, bit for bit, with the same
+    counters."""
+    problems = []
+    for integ, dt, A, r, pools in _clutter_problems((0.3, 0.5, 0.7, 0.9)):
+        pools = tuple(type(p)(*(f.copy() if isinstance(f, np.ndarray) else f for f in p)) for p in pools)
+        problems.append((dt, A, r, integ.start.dscale.copy(), pools, integ.v.copy()))
+    blocks, nv, vs, tol = integ._blocks, integ.v.shape[0], integ.vs, integ._tol
+    closed = 0
+    for friction_tol in (np.zeros(2), integ._friction_tol):
+        capacity = max(pools[0].Jc.shape[0] for _, _, _, _, pools, _ in problems)
+        shared_work = slv.new_newton_workspace(nv, capacity, blocks)
+        L_shared = np.zeros((nv, nv))
+        for dt, A, r, dscale, pools, v0 in problems[::-1] + problems:
+            results = []
+            for work, L in ((shared_work, L_shared),
+                            (slv.new_newton_workspace(nv, pools[0].Jc.shape[0], blocks), np.zeros((nv, nv)))):
+                v, stats, fn_used = v0.copy(), np.zeros(4, dtype=np.int64), np.zeros(pools[0].Jc.shape[0])
+                contacts = pools[0]._replace(fn0=pools[0].fn0.copy())
+                extra = slv.solve_coulomb(v, A, r, dscale, dt, vs, contacts, *pools[1:], tol, False, L, blocks, stats,
+                                          friction_tol, fn_used, work)
+                results.append((v, stats, extra, fn_used))
+            (v1, s1, e1, f1), (v2, s2, e2, f2) = results
+            assert s1[slv.CONVERGED] == 1 and np.array_equal(s1, s2) and e1 == e2
+            assert np.array_equal(v1, v2) and np.array_equal(f1, f2)
+            closed += int(np.sum(pools[0].phi0[:pools[0].n] < 0.0))
+    assert closed > 0  # the problems had closed contacts
+    small = slv.new_newton_workspace(nv, 0, blocks)
+    dt, A, r, dscale, pools, v0 = problems[0]
+    with pytest.raises(ValueError, match="does not fit"):
+        slv.solve_coulomb(v0.copy(), A, r, dscale, dt, vs, *pools, tol, False, np.zeros((nv, nv)), blocks,
+                          np.zeros(4, dtype=np.int64), np.zeros(2), np.zeros(pools[0].n), small)
+
+
+def test_newton_ends_unconverged_on_a_hessian_that_is_not_positive_definite():
+    """A problem whose Hessian has no Cholesky factor (here A negated: not a convex problem) ends the solve with
+    stats[CONVERGED] = 0 (the integrator then rejects the step), not with an exception from inside the loop."""
+    integ, dt, A, r, pools = next(_clutter_problems((0.3,)))
+    v, stats, L = integ.v.copy(), np.zeros(4, dtype=np.int64), np.zeros(A.shape)
+    slv.solve(v, -A, r, integ.start.dscale, dt, integ.vs, *pools, integ._tol, False, L, integ._blocks, stats)
+    assert stats[slv.CONVERGED] == 0 and stats[slv.FACTORIZATIONS] == 0

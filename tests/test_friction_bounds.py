@@ -40,8 +40,9 @@ def coulomb(integ, prob, dt, v0):
     A, r, dscale, pool, limits, gains, couplers = prob
     v, stats, L = v0.copy(), np.zeros(4, dtype=np.int64), np.zeros((v0.size, v0.size))
     fn_used = np.zeros(pool.n)
+    work = slv.new_newton_workspace(v0.size, pool.Jc.shape[0], integ._blocks)
     extra = slv.solve_coulomb(v, A, r, dscale, dt, integ.vs, pool, limits, gains, couplers, integ._tol, False, L,
-                              integ._blocks, stats, integ._friction_tol, fn_used)
+                              integ._blocks, stats, integ._friction_tol, fn_used, work)
     return v, extra, stats, fn_used
 
 

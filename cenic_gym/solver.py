@@ -514,9 +514,9 @@ def _factor_block(H, L, i0, i1, j0, j1, blocks, shared, ns, from_h):
     the blocks (bj, bj) and (bi, k), (bj, k) of the shared k already factored (bi, bj: the blocks of the rows and
     of the columns).
 
-    Returns False if a pivot H_jj − Σ_k L_jk² was not positive (H is not positive definite; the caller raises, as
-    LAPACK does): a plain call with one exit and no raise, so numba counts no reference of its four arrays
-    (docs/performance.md, "Reference counts pruned")."""
+    Returns False if a pivot H_jj − Σ_k L_jk² was not positive (H is not positive definite: LAPACK's info > 0),
+    and its callers decide whether to raise: a plain call with one exit and no raise, so numba counts no reference
+    of its four arrays (docs/performance.md, "Reference counts pruned")."""
     positive = True
     for j in range(j0, j1):
         i = i0
@@ -637,7 +637,7 @@ def cholesky_within(H, blocks, L, candidates, mask, shared):
         for bi in range(bj, nb):
             if not mask[bi, bj]:
                 continue
-            ns = 0
+            ns = np.int64(0)  # int64 from the start: a literal 0 compiled _factor_block once more
             for bk in range(bj):
                 if mask[bi, bk] and mask[bj, bk]:
                     shared[ns] = bk

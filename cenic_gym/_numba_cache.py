@@ -54,7 +54,7 @@ PRUNE_AFTER_DAYS = 30
 VERSIONS = "\0".join((sys.version, numba.__version__, llvmlite.__version__, numpy.__version__))
 # the module whose cache tells a cold start (every simulation runs its kernels) and what that costs: the cold
 # first runs of an env in benchmarks/compile_time.py and docs/performance.md "Targets" (2-core VMs: 62-69 s on an
-# Intel Xeon and 70-83 s on an AMD Zen 5 before 668f6f4, 125-149 s on an AMD Zen 3 host after it)
+# Intel Xeon and 70-83 s on an AMD Zen 5 before 668f6f4, 125-155 s on an AMD Zen 3 host after it)
 COLD_PROBE = "cenic"
 COLD_COMPILE = "1-3 minutes"
 _DIR_NAME = re.compile(r"\w+-[0-9a-f]{16}")

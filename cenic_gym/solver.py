@@ -738,10 +738,11 @@ def solve(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse
 @njit(cache=True, error_model="numpy")
 def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats, work):
     """The Newton loop of :func:`solve`, on the pools by reference (:class:`ContactPoolRef`, ...) and the arrays of
-    ``work`` (:class:`NewtonWorkspace`, ValueError if it does not fit); ``work.mask`` receives the block pattern of the factor in L
-    (:func:`cholesky_within`; valid when stats[FACTORIZATIONS] > 0). A Hessian that is not positive definite (a
-    non-finite problem) ends the loop unconverged, as a non-finite gradient or step does. Returns stats[CONVERGED].
-    Nothing in the loop raises; it ends in one exit that reads every argument (as :func:`exact_line_search`)."""
+    ``work`` (:class:`NewtonWorkspace`; ValueError if it does not fit the problem). ``work.mask`` receives the block
+    pattern of the factor in L (:func:`cholesky_within`; valid when stats[FACTORIZATIONS] > 0). A Hessian that is
+    not positive definite (a non-finite problem) ends the loop unconverged, as a non-finite gradient or step does.
+    Returns stats[CONVERGED]. Nothing in the loop raises; it ends in one exit that reads every argument (as
+    :func:`exact_line_search`)."""
     Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
     nv = v.shape[0]
     grad, H, p, Av, vc, uc = work.grad, work.H, work.p, work.Av, work.vc, work.uc  # Av: A v, then A p (the line)

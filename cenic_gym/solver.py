@@ -741,8 +741,7 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
     ``work`` (:class:`NewtonWorkspace`; ValueError if it does not fit the problem). ``work.mask`` receives the block
     pattern of the factor in L (:func:`cholesky_within`; valid when stats[FACTORIZATIONS] > 0). A Hessian that is
     not positive definite (a non-finite problem) ends the loop unconverged, as a non-finite gradient or step does.
-    Returns stats[CONVERGED]. Nothing in the loop raises; it ends in one exit that reads every argument (as
-    :func:`exact_line_search`)."""
+    Returns nothing: ``stats`` gets the counters and the convergence flag."""
     Jc, cols, ncols, nc = contacts.Jc, contacts.cols, contacts.ncols, contacts.n
     nv = v.shape[0]
     grad, H, p, Av, vc, uc = work.grad, work.H, work.p, work.Av, work.vc, work.uc  # Av: A v, then A p (the line)
@@ -818,11 +817,6 @@ def _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reu
             stats[CONVERGED] = 1
             break
         dv_prev = dv
-    live = (v.size + A.size + r.size + dscale.size + contacts.n + limits.dof.size + gains.dof.size
-            + couplers.dof0.size + L.size + blocks.size + stats.size + grad.size + H.size + p.size + Av.size + vc.size
-            + uc.size + tri_blocks.size + mask.size + candidates.size + tree.size + shared.size + below.size
-            + Jc.size + cols.size + ncols.size)
-    return stats[CONVERGED] + 0 * live
 
 
 
@@ -935,11 +929,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
         grad = np.empty(nv)
         H = np.empty((nv, nv))
         cost_gradient_hessian(v, A, r, dt, vs, contacts, limits, gains, couplers, grad, H, fresh, blocks)
-        nb = max(blocks.shape[0] - 1, 0)
-        mask = np.empty((max(nb, 1), max(nb, 1)), dtype=np.bool_)
-        if not cholesky_within(H, blocks, L, coupled_blocks(contacts, couplers, blocks), mask,  # as solve() factors
-                               np.empty(nb, dtype=np.int64)):
-            raise np.linalg.LinAlgError("Matrix is not positive definite.")
+        mask = cholesky(H, blocks, L)  # the factor solve() would make: H has every block, the same bits
     vc = np.empty((contacts.n, 3))
     constraint_velocities(v, Jc, cols, ncols, contacts.n, vc)
     sens = np.empty(3)

@@ -8,7 +8,8 @@ CENIC integrator at each accuracy ε; discrete SAP at 1 ms and 10 ms) and to MuJ
 10 ms, matched and default contact parameters), and all runs happen one after another in this process. Per run:
 wall seconds per simulated second (median of the timed runs after a warm-up: at least 3, and more, up to 25, while
 they total under 0.5 s, so that a run of milliseconds is not one VM hiccup; scene / diagram / MJCF construction,
-Drake's Simulator.Initialize and numba cache loading excluded), accepted / rejected steps, and physical outcomes
+Drake's Simulator.Initialize and numba cache loading excluded; cenic-gym and Drake's CENIC in alternating pairs,
+their ratio the median of the pairs': :func:`measure_paired`), accepted / rejected steps, and physical outcomes
 computed by one code path from each engine's final and per-step states (peer_common): max penetration, mechanical
 energy at the end, final position error against the scene's reference. Then trajectory agreement cenic-gym vs Drake
 CENIC (100 Hz samples) and a profile of cenic-gym where it is slower than Drake.
@@ -79,6 +80,7 @@ LAGGED_ENGINE = "cenic-gym Lagged"
 REPEATS = 3  # timed runs at least (unless slow) ...
 MAX_REPEATS = 25  # ... and more while they total under MEASURE_S: a 2 ms run varies 2x between runs on a busy VM
 MEASURE_S = 0.5
+PAIRS = 5  # cenic-gym and Drake CENIC: timed in alternating pairs, at least this many (measure_paired)
 SLOW_RUN_S = 8.0  # a timed run slower than this is not repeated
 SAMPLE_HZ = 100.0
 
@@ -178,6 +180,31 @@ def measure(fn, budget):
     rep = dict(min(runs, key=lambda r: abs(r["wall"] - med)))
     rep.update(wall=med, walls=walls, runs=len(runs))
     return rep
+
+
+def measure_paired(fn_gym, fn_peer, budget):
+    """cenic-gym and Drake's CENIC timed in alternation (gym, peer, gym, peer, …): PAIRS pairs, or as many as fit
+    in MEASURE_S (at most MAX_REPEATS), or one when a run takes SLOW_RUN_S or more. The speed of this kind of VM
+    drifts by tens of percent within a minute for both engines alike (one process running the sphere clutter 12
+    times at the same bits read 412–705 ms), so the ratio of two medians measured a minute apart moves with the
+    drift; each pair's ratio compares runs made seconds apart. Returns (gym report, peer report, the pairs' ratios
+    peer ÷ gym), the reports as :func:`measure`'s."""
+    pairs = []
+    while True:
+        pairs.append((fn_gym(), fn_peer()))
+        slowest = max(max(a["wall"], b["wall"]) for a, b in pairs)
+        total = sum(a["wall"] + b["wall"] for a, b in pairs)
+        if (slowest >= SLOW_RUN_S or budget.over() or len(pairs) >= MAX_REPEATS
+                or (len(pairs) >= PAIRS and total >= MEASURE_S)):
+            break
+    reports = []
+    for runs in zip(*pairs):
+        walls = [r["wall"] for r in runs]
+        med = statistics.median(walls)
+        rep = dict(min(runs, key=lambda r: abs(r["wall"] - med)))
+        rep.update(wall=med, walls=walls, runs=len(runs))
+        reports.append(rep)
+    return reports[0], reports[1], [b["wall"] / a["wall"] for a, b in pairs]
 
 
 def gym_gains(ctrl):
@@ -301,22 +328,27 @@ def run_scenario(sc, eps_list, agree_eps, budget, log):
             + ("  UNSTABLE" if unstable else ""))
 
     log(f"\n== {sc.name}: {sc.note}; T = {T:g} s; E0 = {E0:.4f} J")
-    # cenic-gym ------------------------------------------------------------------------------------------------
+    ds = peer_drake.DrakeScene(system, "cenic", controller=ctrl)
+    ds.timed_run(min(0.05, T), 1e-3)  # warm-up (first-call allocations)
+    # cenic-gym and Drake CENIC at each ε, timed in alternating pairs (measure_paired) -------------------------
+    drake, paired = {}, {}
     for eps in eps_list:
-        r = measure(lambda: gym_timed(system, eps, T, ctrl), budget)
+        r, drake[eps], paired[eps] = measure_paired(lambda: gym_timed(system, eps, T, ctrl),
+                                                    lambda: ds.timed_run(T, eps), budget)
         add("cenic-gym", f"ε={eps:.0e}", eps, None, r)
     # the friction model Drake's CENIC uses (ICF's Lagged bound, no re-solves at impacts): like for like
     if LAGGED_EPS in eps_list:
-        r = measure(lambda: gym_timed(system, LAGGED_EPS, T, ctrl, impact_friction=False), budget)
+        r, _, lagged_pairs = measure_paired(lambda: gym_timed(system, LAGGED_EPS, T, ctrl, impact_friction=False),
+                                            lambda: ds.timed_run(T, LAGGED_EPS), budget)
         add(LAGGED_ENGINE, f"ε={LAGGED_EPS:.0e}", LAGGED_EPS, None, r)
+        rows[-1]["drake_ratio"] = statistics.median(lagged_pairs)
+        rows[-1]["drake_pairs"] = lagged_pairs
     ref = reference_of(sc, system, [x for x in rows if x["engine"] == "cenic-gym"], budget, ctrl)
-    # Drake CENIC ----------------------------------------------------------------------------------------------
-    ds = peer_drake.DrakeScene(system, "cenic", controller=ctrl)
-    ds.timed_run(min(0.05, T), 1e-3)  # warm-up (first-call allocations)
     for eps in eps_list:
-        r = measure(lambda: ds.timed_run(T, eps), budget)
+        r = drake[eps]
         r["penetration"] = ds.monitored_run(T, pen, eps)["penetration"]
         add("Drake CENIC", f"ε={eps:.0e}", eps, None, r)
+        rows[-1]["pairs"] = paired[eps]
     # Drake SAP ------------------------------------------------------------------------------------------------
     for h in FIXED_STEPS:
         dsap = peer_drake.DrakeScene(system, "sap", h, sap_tau=tau, controller=ctrl)
@@ -339,7 +371,9 @@ def run_scenario(sc, eps_list, agree_eps, budget, log):
     gym_by_eps = {r["eps"]: r for r in rows if r["engine"] == "cenic-gym"}
     base = gym_by_eps.get(1e-3)
     for r in rows:
-        if r["engine"] in ("Drake CENIC", LAGGED_ENGINE):
+        if r["engine"] == "Drake CENIC":  # the median of the alternating pairs' ratios
+            r["ratio"] = statistics.median(r["pairs"])
+        elif r["engine"] == LAGGED_ENGINE:
             g = gym_by_eps.get(r["eps"])
             r["ratio"] = r["wall_per_s"] / g["wall_per_s"] if g else float("nan")
         elif r["engine"] == "cenic-gym":
@@ -542,14 +576,14 @@ def profile_section(results, profiles):
         if g is None or d is None:
             continue
         lag = rows.get((LAGGED_ENGINE, 1e-3))
-        lag_s = f"{d['wall_per_s'] / lag['wall_per_s']:.2f}" if lag else "–"
+        lag_s = f"{drake_ratio_lagged(d, lag):.2f}" if lag else "–"
         st = g["stats"]
         tot = st["wall_total"] or float("nan")
         other = st["wall_total"] - st["wall_geometry"] - st["wall_dynamics"] - st["wall_solver"] - st["wall_compiled"]
         ga = g["accepted"] + g["rejected"]
         da = d["accepted"] + d["rejected"]
         lines.append(
-            f"| {res['scenario'].name} | 1e-03 | {d['wall_per_s'] / g['wall_per_s']:.2f} | {lag_s} "
+            f"| {res['scenario'].name} | 1e-03 | {d['ratio']:.2f} | {lag_s} "
             f"| {1e6 * g['wall_per_s'] * g['t_end'] / max(ga, 1):.0f} | {1e6 * d['wall_per_s'] * d['t_end'] / max(da, 1):.0f} "
             f"| {100 * st['wall_geometry'] / tot:.0f}% | {100 * st['wall_dynamics'] / tot:.0f}% "
             f"| {100 * st['wall_solver'] / tot:.0f}% | {100 * st['wall_compiled'] / tot:.0f}% | {100 * other / tot:.0f}% "
@@ -637,6 +671,14 @@ def load_results(path):
     return results, profiles, data.get("meta", {})
 
 
+def drake_ratio_lagged(d, lag):
+    """Drake CENIC ÷ cenic-gym Lagged: the median of their alternating pairs (results.json of runs before the pairing:
+    the ratio of the two medians)."""
+    if "drake_ratio" in lag:
+        return lag["drake_ratio"]
+    return d["wall_per_s"] / lag["wall_per_s"]
+
+
 def best_fixed(rows, engines):
     """The fastest stable run among ``rows`` of ``engines`` (fixed-step rows), or None if all were unstable."""
     ok = [r for r in rows if r["engine"] in engines and not r["unstable"]]
@@ -662,10 +704,12 @@ def summary_table(results):
         def ratio(r, base):
             return "–" if r is None or base is None else f"{r['wall_per_s'] / base['wall_per_s']:.2f}"
 
+        drake_s = "–" if d is None or g is None else f"{d['ratio']:.2f}"
+        lag_s = "–" if lag is None else f"{drake_ratio_lagged(d, lag):.2f}"
         sap_s = f"{ratio(sap, g)} ({1e3 * sap['h']:g} ms)" if sap else "unstable at every h"
         mj_s = f"{ratio(mj, g)} ({mj['engine'].split()[1]}, {1e3 * mj['h']:g} ms)" if mj else "unstable at every h"
         lines.append(f"| {res['scenario'].name} | {res['scenario'].t_end:g} | {fmt_s(g['wall_per_s']) if g else '–'} "
-                     f"| {ratio(d, g)} | {ratio(d, lag)} | {sap_s} | {mj_s} "
+                     f"| {drake_s} | {lag_s} | {sap_s} | {mj_s} "
                      f"| {pen(g)} / {pen(d)} / {pen(sap)} / {pen(mj)} |")
     return "\n".join(lines)
 
@@ -689,7 +733,10 @@ def report(results, profiles, header):
         "Each scene is built once in cenic-gym and translated to every peer engine; all runs happen one after another "
         "in this process. wall / sim s = median wall time of the timed runs after a warm-up (3, or up to 25 while they total "
         "under 0.5 s; construction excluded) / T. "
-        "Ratios = the peer's wall time ÷ cenic-gym's (> 1: cenic-gym is faster); \"Lagged\": cenic-gym with Drake's "
+        "Ratios = the peer's wall time ÷ cenic-gym's (> 1: cenic-gym is faster); against Drake CENIC the median of "
+        f"the ratios of alternating runs (cenic-gym, Drake, cenic-gym, …: at least {PAIRS} pairs, more while they "
+        "total under 0.5 s), so that the VM's drift over the minute between two blocks of runs does not enter the "
+        "ratio; \"Lagged\": cenic-gym with Drake's "
         "friction model (`impact_friction=False`); best h: the fastest stable run of h ∈ {"
         + ", ".join(f"{1e3 * h:g}" for h in FIXED_STEPS) + "} ms (MuJoCo: matched or default contact parameters). "
         "Max penetration: over the states after every step.",
@@ -785,8 +832,8 @@ def main(argv=None):
     for res in results:
         rows = {(r["engine"], r["eps"]): r for r in res["rows"]}
         g, d = rows.get(("cenic-gym", 1e-3)), rows.get(("Drake CENIC", 1e-3))
-        if g and d and g["wall_per_s"] > d["wall_per_s"]:
-            slower.append((g["wall_per_s"] / d["wall_per_s"], res["scenario"]))
+        if g and d and d["ratio"] < 1.0:
+            slower.append((1.0 / d["ratio"], res["scenario"]))
     profiles = {}
     if not args.no_write and PROFILES.exists():
         for old in PROFILES.glob("*_tottime.txt"):  # listings of an earlier run

@@ -4,7 +4,8 @@
                                                    [--env ID ...] [--clock cpu|wall] [--out DIR] [--no-write]
 
 For every Gymnasium id starting with ``Cenic`` (``env_throughput.cenic_ids``), with the task's scripted policy where
-``env_throughput.SCRIPTED`` has one and seeded random actions otherwise: ``gym.make(id, accuracy=1e-3)``, a reset and
+``env_throughput.SCRIPTED`` has one and with seeded random actions (both, where it has one: the speed under each, the
+speed targets are set for both): ``gym.make(id, accuracy=1e-3)``, a reset and
 10 untimed warm-up steps, one untimed pass, then ``--trials`` times (each from ``reset(seed=1000)``: the same
 trajectory every time, the integrator is deterministic) ``--steps`` env steps without shims and with the timing
 shims of ``profile_scenes.py`` (``profile_scenes.LEAVES``: every Pinocchio and numba call the integrator makes from
@@ -110,10 +111,12 @@ def _gated_timer(fn, slot, gate, clock):
     return timed
 
 
-def policy_of(env_id):
+def policies_of(env_id):
+    """[(policy name, policy factory)]: the task's scripted policy where it has one, then seeded random actions."""
+    random = ("random", lambda e: et.RandomPolicy(e, 0))
     if env_id in et.SCRIPTED:
-        return "scripted", et.load(et.SCRIPTED[env_id])
-    return "random", lambda e: et.RandomPolicy(e, 0)
+        return [("scripted", et.load(et.SCRIPTED[env_id])), random]
+    return [random]
 
 
 def run(env, make_policy, steps, clock, seed0=1000):
@@ -177,11 +180,11 @@ def parts(shimmed, acc):
     return out
 
 
-def profile_env(env_id, steps, trials, top, clock):
-    """Leaf timing and cProfile of ``steps`` env steps of one env, on the step loop it runs by default and, for an
-    env on the articulated loop, again on the Python step loop (``CenicIntegrator.step``, where the solves and the
-    contact queries are separate calls). Returns (dict of per-env-step numbers [s], cProfile text)."""
-    kind, make = policy_of(env_id)
+def profile_env(env_id, kind, make, steps, trials, top, clock):
+    """Leaf timing and cProfile of ``steps`` env steps of one env under one policy (``kind``, its factory ``make``),
+    on the step loop it runs by default and, for an env on the articulated loop, again on the Python step loop
+    (``CenicIntegrator.step``, where the solves and the contact queries are separate calls). Returns (dict of
+    per-env-step numbers [s], cProfile text)."""
     env = gym.make(env_id, accuracy=EPS)
     integrator = env.unwrapped.sim.integrator
     env.reset(seed=0)
@@ -292,14 +295,15 @@ def section_table(results):
     part (SHARES) of ``env.step`` on its loop."""
     cols = [(name, keys) for name, keys in SHARES if any(sum(r[k] for k in keys) >= 0.5e-6 for r in results)]
     lines = ["| env (policy) | loop | `env.step` [µs] | on the Python loop [µs] | attempts (rejected) / step | "
-             + " | ".join(name for name, _ in cols) + " |", "|---|" + "---|" * (4 + len(cols))]
+             "numba kernels [µs / env step] | " + " | ".join(name for name, _ in cols) + " |",
+             "|---|" + "---|" * (5 + len(cols))]
     for r in results:
         cells = [f"{100 * sum(r[k] for k in keys) / r['step']:.0f} %" for _, keys in cols]
         cells[[name for name, _ in cols].index("numba kernels (of which the 3 solves)")] += \
             f" ({100 * solves_share(r):.0f} %)"
         lines.append(f"| {r['env']} ({r['policy']}) | {r['loop']} | **{1e6 * r['step_plain']:.0f}** | "
                      f"{1e6 * r['python']['step_plain']:.0f} | {r['attempts']:.2f} ({r['rejected']:.2f}) | "
-                     + " | ".join(cells) + " |")
+                     f"{1e6 * r['kernels'] * r['step_plain'] / r['step']:.0f} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -308,9 +312,11 @@ def section(results, args, clock, runtime, load0):
     command = f"`python benchmarks/profile_envs.py {shlex.join(sys.argv[1:])}`".replace(" `", "`")
     return "\n".join([
         *provenance("benchmarks/profile_envs.py", command, runtime, load0, ("numba", ("pinocchio (pin)", "pin"))),
-        f"ε = {EPS_TEXT}; the task's scripted policy where it has one, else seeded random actions; {args.steps} env "
-        f"steps from `reset(seed=1000)`, best of {args.trials}, {args.clock} time (`{clock.__name__}`). `env.step` "
-        "without timing shims, on the env's default loop (articulated: each attempt is Pinocchio around two kernels; "
+        f"ε = {EPS_TEXT}; the task's scripted policy where it has one, and seeded random actions for every env; "
+        f"{args.steps} env steps from `reset(seed=1000)`, best of {args.trials}, {args.clock} time "
+        f"(`{clock.__name__}`). Numba kernels [µs / env step]: their share below of `env.step` without shims, the "
+        "floor that Python and Pinocchio work cannot lower. `env.step` without timing shims, on the env's default "
+        "loop (articulated: each attempt is Pinocchio around two kernels; "
         "Python: `CenicIntegrator.step`, for controllers other than one joint PD) and on the Python loop (the same "
         "steps bit for bit). Shares: of `env.step` on the default loop with shims on every Pinocchio and numba call "
         "the integrator makes; the articulated loop's kernels are split into the solves as the Python loop's calls "
@@ -347,14 +353,17 @@ def main():
             f"{args.trials}, clock {args.clock} ({clock.__name__})")
     print(head, flush=True)
     results = []
-    for env_id in args.env or et.cenic_ids():
-        res, text = profile_env(env_id, args.steps, args.trials, args.top, clock)
+    runs = [(env_id, n, kind, make) for env_id in args.env or et.cenic_ids()
+            for n, (kind, make) in enumerate(policies_of(env_id))]
+    for env_id, n, kind, make in runs:
+        res, text = profile_env(env_id, kind, make, args.steps, args.trials, args.top, clock)
         results.append(res)
-        if not args.no_write:
-            (out / f"env_{env_id}_cprofile_tottime.txt").write_text(
+        if not args.no_write:  # the env's first policy keeps the plain name
+            (out / f"env_{env_id}{'_' + kind if n else ''}_cprofile_tottime.txt").write_text(
                 f"# cProfile ({clock.__name__}) of {env_id} ({res['policy']}), ε={EPS:g}, {args.steps} env steps and "
                 f"the policy's calls (leaves as named shims)\n" + text)
-        print(f"{env_id}: {1e6 * res['step_plain']:.0f} µs per env step, {res['attempts']:.2f} attempts", flush=True)
+        print(f"{env_id} ({kind}): {1e6 * res['step_plain']:.0f} µs per env step, {res['attempts']:.2f} attempts",
+              flush=True)
     text = tables(results)
     tail = (f"# 1-minute load average at the end {os.getloadavg()[0]:.2f}; total {time.perf_counter() - t0:.0f} s; "
             f"a timing shim costs {1e6 * ps.shim_cost():.2f} µs of wall time per call (no-op)")

@@ -705,7 +705,7 @@ def summary_table(results):
             return "–" if r is None or base is None else f"{r['wall_per_s'] / base['wall_per_s']:.2f}"
 
         drake_s = "–" if d is None or g is None else f"{d['ratio']:.2f}"
-        lag_s = "–" if lag is None else f"{drake_ratio_lagged(d, lag):.2f}"
+        lag_s = "–" if lag is None or d is None else f"{drake_ratio_lagged(d, lag):.2f}"
         sap_s = f"{ratio(sap, g)} ({1e3 * sap['h']:g} ms)" if sap else "unstable at every h"
         mj_s = f"{ratio(mj, g)} ({mj['engine'].split()[1]}, {1e3 * mj['h']:g} ms)" if mj else "unstable at every h"
         lines.append(f"| {res['scenario'].name} | {res['scenario'].t_end:g} | {fmt_s(g['wall_per_s']) if g else '–'} "

@@ -1038,12 +1038,9 @@ def solve_coulomb(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, to
     nc, cfn0 = contacts.n, contacts.fn0
     _newton(v, A, r, dscale, dt, vs, contacts, limits, gains, couplers, tol, reuse_hessian, L, blocks, stats, work)
     rtol, atol = friction_tol[0], friction_tol[1]
-    if rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0:
-        for i in range(nc):
-            fn_used[i] = cfn0[i]
-        return 0
     gn = work.gn
-    if friction_bound_mismatch(v, dt, vs, contacts, cfn0, gn, rtol, atol) <= 1.0:  # the usual case
+    if (rtol <= 0.0 or nc == 0 or stats[CONVERGED] == 0
+            or friction_bound_mismatch(v, dt, vs, contacts, cfn0, gn, rtol, atol) <= 1.0):  # the usual case
         for i in range(nc):
             fn_used[i] = cfn0[i]
         return 0

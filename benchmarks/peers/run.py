@@ -175,6 +175,12 @@ def measure(fn, budget):
     while (runs[0]["wall"] < SLOW_RUN_S and not budget.over()
            and (len(runs) < REPEATS or (len(runs) < MAX_REPEATS and sum(r["wall"] for r in runs) < MEASURE_S))):
         runs.append(fn())
+    return median_report(runs)
+
+
+def median_report(runs):
+    """The report of a list of timed runs: the median wall time, every run's, their number, and the counters of the
+    run closest to the median."""
     walls = [r["wall"] for r in runs]
     med = statistics.median(walls)
     rep = dict(min(runs, key=lambda r: abs(r["wall"] - med)))
@@ -197,14 +203,8 @@ def measure_paired(fn_gym, fn_peer, budget):
         if (slowest >= SLOW_RUN_S or budget.over() or len(pairs) >= MAX_REPEATS
                 or (len(pairs) >= PAIRS and total >= MEASURE_S)):
             break
-    reports = []
-    for runs in zip(*pairs):
-        walls = [r["wall"] for r in runs]
-        med = statistics.median(walls)
-        rep = dict(min(runs, key=lambda r: abs(r["wall"] - med)))
-        rep.update(wall=med, walls=walls, runs=len(runs))
-        reports.append(rep)
-    return reports[0], reports[1], [b["wall"] / a["wall"] for a, b in pairs]
+    gym_runs, peer_runs = zip(*pairs)
+    return median_report(gym_runs), median_report(peer_runs), [b["wall"] / a["wall"] for a, b in pairs]
 
 
 def gym_gains(ctrl):

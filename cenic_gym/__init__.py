@@ -11,7 +11,7 @@ from . import _numba_cache  # noqa: F401  (first: keys the kernels' numba cache 
 from .cenic import IntegratorStats
 from .errors import (AccuracyNotMetError, CenicError, ModelError, ModelFileNotFoundError, RobotDataNotFoundError,
                      SimulationError, SolverFailure)
-from .external import ExternalSystem, InverseDynamicsPD, JointPD, JointPID
+from .external import ExternalSystem, InverseDynamicsPD, JointFriction, JointPD, JointPID
 from .builder import SceneBuilder
 from .model import (Box, Capsule, ContactMaterial, ConvexMesh, Coupler, Cylinder, HalfSpace, MultibodySystem, RobotInfo,
                     Sphere)
@@ -65,6 +65,6 @@ def _register_envs():
 _register_envs()
 
 __all__ = ["AccuracyNotMetError", "CenicError", "ModelError", "SolverFailure", "Box", "Capsule", "ContactMaterial", "ConvexMesh", "Coupler", "Cylinder", "ExternalSystem", "HalfSpace",
-           "IntegratorStats", "InverseDynamicsPD", "JointPD", "JointPID",
+           "IntegratorStats", "InverseDynamicsPD", "JointFriction", "JointPD", "JointPID",
            "MultibodySystem", "RobotInfo", "SceneBuilder", "SimState", "SimulationError", "Simulator", "Sphere",
            "SuctionGripper"]

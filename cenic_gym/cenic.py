@@ -933,6 +933,14 @@ class CenicIntegrator:
         self.last_solution = None
         self.frozen_results = None
 
+    def set_joint_dynamics(self, damping, armature):
+        """Joint damping (nv,) [N m s/rad, N s/m] and armature (nv,) [kg m², kg] of this integrator's model, from the
+        next step on (written in place: the solve workspace holds the damping array)."""
+        self.damping[:] = damping
+        self.model.armature = np.asarray(armature, dtype=float).copy()
+        self._free_body_work = None
+        self.start.valid = False
+
     def set_inertia(self, joint, inertia):
         """Give the rigid body of Pinocchio joint ``joint`` the ``pin.Inertia`` ``inertia`` (this integrator's model
         only), from the next step on."""

@@ -35,7 +35,13 @@ accuracy               1e-3       CENIC ε, position error per step [m, rad], in
 max_step               None       largest CENIC step [s] (None: the control period)
 fixed_step             None       None: error control; a step [s]: plain fixed-step ICF (for comparisons)
 control_period         task       seconds per env step (``metadata["render_fps"]`` = 1 / control_period)
-domain_randomization   False      True: the task's ranges; a dict: override some ranges; False: nominal
+domain_randomization   False      True: the task's ranges; a dict: its task keys override some ranges (the
+                                  others keep the task's), its physical parameters (:mod:`cenic_gym.parameters`
+                                  names: ``"kd_scale": (0.9, 1.1)``) are drawn U(low, high) after the task's
+                                  draws — a dict of physical parameters alone leaves the task's nominal; False:
+                                  nominal
+physics                None       {physical parameter name: value} set after every reset, before any draw of
+                                  ``domain_randomization`` (a fitted robot: :mod:`cenic_gym.sim2real.fit`)
 obs_noise              0.0        multiplier of the task's per-element observation noise scales
 action_delay           0          control periods between a policy's action and its application
 render_mode            None       None (nothing is built), "rgb_array" (``render()`` returns an RGB image, offscreen,
@@ -67,11 +73,14 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from . import parameters
 from .errors import SimulationError
+from .external import JointController, JointFriction
+from .parameters import is_parameter_name, needs_friction
 from .simulator import SimState, Simulator
 
 COMMON_DEFAULTS = dict(accuracy=1e-3, max_step=None, fixed_step=None, control_period=0.05,
-                       domain_randomization=False, obs_noise=0.0, action_delay=0, render_mode=None,
+                       domain_randomization=False, physics=None, obs_noise=0.0, action_delay=0, render_mode=None,
                        render_width=640, render_height=480, viewer="auto")
 RENDER_MODES = ("human", "rgb_array")
 
@@ -220,12 +229,27 @@ class CenicEnv(gym.Env):
         if c["obs_noise"] < 0:
             raise ValueError(f"obs_noise must be >= 0, got {c['obs_noise']!r}")
         _check_randomization(c["domain_randomization"], c.get("randomization", {}))
+        physics = _check_physics(c["physics"])
+        dr = c["domain_randomization"]
+        drawn = {}
+        if isinstance(dr, dict):  # physical parameters are drawn here; the task sees its own keys only (or False)
+            drawn = {k: tuple(float(x) for x in r) for k, r in sorted(dr.items()) if is_parameter_name(k)}
+            c["domain_randomization"] = {k: r for k, r in dr.items() if not is_parameter_name(k)} or False
         self.metadata = {**self.metadata, "render_fps": 1.0 / self.control_period}
         system, external = self._build()
+        if needs_friction([*physics, *drawn]):  # joint friction acts through its own external system
+            dofs = [iv for s in external if isinstance(s, JointController) for iv in s.dofs]
+            external = [*external, JointFriction(system, dofs, 0.0)]
         self.sim = Simulator(system, accuracy=c["accuracy"],
                              max_step=self.control_period if c["max_step"] is None else c["max_step"],
                              fixed_step=c["fixed_step"], external=external)
         self._initial = self.sim.get_state()  # every reset starts from here: nothing is rebuilt
+        self._physics = [(parameters.resolve(self.sim, k), v) for k, v in physics.items()]
+        for p, v in self._physics:
+            p.check(v)
+        self._drawn = [(parameters.resolve(self.sim, k), r) for k, r in drawn.items()]
+        for p, (lo, hi) in self._drawn:
+            p.check(lo), p.check(hi)
         n = self.action_space.shape[0]
         self._prev_action = np.zeros(n)
         self._pending = []
@@ -304,6 +328,10 @@ class CenicEnv(gym.Env):
         super().reset(seed=seed)
         self.sim.restore(self._initial)
         self._reset_task(options or {})
+        for p, value in self._physics:
+            p.set(self.sim, value)
+        for p, (lo, hi) in self._drawn:  # after the task's draws: its episodes stay those of the same seed
+            p.set(self.sim, float(self.np_random.uniform(lo, hi)))
         self.view = self.View(self)
         self._after_reset()
         self._prev_action = np.zeros(self.action_space.shape[0])
@@ -476,11 +504,26 @@ def _check_randomization(dr, ranges):
     if not isinstance(dr, dict):
         raise ValueError(f"domain_randomization must be a bool or a dict of ranges, got {dr!r}")
     for key, value in dr.items():
-        if key not in ranges:
-            raise ValueError(f"domain_randomization has an unknown key {key!r}; known: {sorted(ranges)}")
+        if key not in ranges and not is_parameter_name(key):
+            raise ValueError(f"domain_randomization has an unknown key {key!r}; known: {sorted(ranges)} and the "
+                             f"physical parameters of cenic_gym.parameters ({', '.join(parameters.KINDS)})")
         lo_hi = np.asarray(value, dtype=float) if isinstance(value, (tuple, list, np.ndarray)) else None
         if lo_hi is None or lo_hi.shape != (2,) or not np.all(np.isfinite(lo_hi)) or lo_hi[0] > lo_hi[1]:
             raise ValueError(f"domain_randomization[{key!r}] must be a (low, high) range, got {value!r}")
+
+
+def _check_physics(physics):
+    """``physics``: None or a dict {physical parameter name: number} (resolved against the built simulator later)."""
+    if physics is None:
+        return {}
+    if not isinstance(physics, dict):
+        raise ValueError(f"physics must be None or a dict {{parameter name: value}}, got {physics!r}")
+    for key, value in physics.items():
+        if not is_parameter_name(key):
+            parameters.resolve(None, key)  # raises, naming the kinds
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"physics[{key!r}] must be a number, got {value!r}")
+    return dict(physics)
 
 
 def episode_success(last_info, goals=None) -> bool:

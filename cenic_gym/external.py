@@ -474,6 +474,48 @@ class InverseDynamicsPD(JointController):
         return Linearization(self.dofs, c, b, self.effort_limit, *_no_state(v.shape[0]))
 
 
+class JointFriction(ExternalSystem):
+    """Coulomb (dry) friction of 1-DOF joints ``dofs`` (v indices): a joint slides against τ_i = −F_i sign(v_i) and
+    sticks while the other torques on it stay within ±F_i [N m or N]. In the convex step it is the effort-limited
+    gain law of an effort-limited PD without a spring, τ_i = clamp(−C_i v_i, ±F_i) with C_i = F_i / v_s (the same
+    Huber potential, docs/physics.md §2.9): convex, implicit, and no step-size limit from the stiff C_i. A sticking
+    joint creeps at |v_i| = v_s |τ_other| / F_i ≤ v_s (``stiction_speed``, default 1e-4 rad/s); MuJoCo's
+    ``frictionloss`` is the same law. Joints with F_i = 0 are left out of the gain pool."""
+
+    def __init__(self, system, dofs, friction, stiction_speed=1e-4):
+        super().__init__(dofs)
+        self.qidx = _q_indices(system, self.dofs)
+        self.stiction_speed = float(stiction_speed)
+        if not (math.isfinite(self.stiction_speed) and self.stiction_speed > 0):
+            raise ValueError(f"stiction_speed must be a finite number > 0 [rad/s or m/s], got {stiction_speed!r}")
+        self.set_friction(friction)
+
+    def set_friction(self, friction):
+        """New Coulomb friction F (per DOF or a scalar, finite, >= 0) [N m or N], from the next step on."""
+        f = _per_dof(friction, self.dofs.shape[0], "friction")
+        if not np.all(np.isfinite(f)) or np.any(f < 0):
+            raise ValueError(f"friction must be finite and >= 0, got {friction!r}")
+        self.friction = f
+        on = f > 0
+        self._pool = (self.dofs[on], f[on] / self.stiction_speed, np.zeros(int(on.sum())), f[on])
+
+    def get_params(self):
+        return dict(super().get_params(), friction=self.friction.copy())
+
+    def set_params(self, params):
+        super().set_params(params)
+        self.set_friction(params["friction"])
+
+    def output(self, t, z, q, v):
+        return -self.friction * np.clip(v[self.dofs] / self.stiction_speed, -1.0, 1.0)
+
+    def linearize(self, t, z, q, v, dt, qtilde):
+        if not self.implicit:
+            return super().linearize(t, z, q, v, dt, qtilde)
+        idx, c, b, e = self._pool  # replaced, never written in place, by set_friction
+        return Linearization(idx, c, b, e, *_no_state(v.shape[0]))
+
+
 def _q_indices(system, dofs):
     """q indices of 1-DOF joints given their v indices (revolute, prismatic: q̇ = v)."""
     m = system.model

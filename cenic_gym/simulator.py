@@ -210,7 +210,8 @@ class Simulator:
         params = dict(stiffness=qy.geom_k.copy(), dissipation=qy.geom_d.copy(), mu_static=qy.geom_mu_s.copy(),
                       mu_dynamic=qy.geom_mu_d.copy(), mass=np.array([I.mass for I in model.inertias]),
                       com=np.array([I.lever for I in model.inertias]),
-                      inertia=np.array([I.inertia for I in model.inertias]), shapes=tuple(qy.shapes))
+                      inertia=np.array([I.inertia for I in model.inertias]), shapes=tuple(qy.shapes),
+                      damping=it.damping.copy(), armature=np.array(model.armature, dtype=float))
         return SimState(it.q.copy(), it.v.copy(), it.t, it.dt, it.z.copy(),
                         tuple(s.get_params() for s in self.external), params, it.contact_results(),
                         tuple(it.applied_efforts()), it.period_dt)
@@ -251,6 +252,8 @@ class Simulator:
         for j, (m, c, I) in enumerate(zip(params["mass"], params["com"], params["inertia"])):
             # bit-exact (a round trip through dynamic parameters is not)
             self.integrator.set_inertia(j, pin.Inertia(m, c, I))
+        if "damping" in params:  # snapshots of before 2026-12 have none
+            it.set_joint_dynamics(params["damping"], params["armature"])
 
     # -- the flat state vector ------------------------------------------------------------------------------------
     def state_vector_layout(self):
@@ -425,6 +428,45 @@ class Simulator:
     def geometry_shape(self, geom):
         """The current shape of a geometry (name or index) in this simulator."""
         return self.integrator.start.query.shapes[int(self._geometry_indices(geom)[0])]
+
+    def _joint_dofs(self, joints):
+        """v indices of 1-DOF joints named by ``joints`` (a name or a list): the model's name (``"panda/panda_joint1"``)
+        or, where it is unique, the name without the robot prefix (``"panda_joint1"``)."""
+        m = self.system.model
+        full = {m.names[j]: int(m.idx_vs[j]) for j in range(1, m.njoints) if m.nvs[j] == 1}
+        short = {}
+        for name, iv in full.items():
+            short.setdefault(name.split("/", 1)[-1], []).append(iv)
+        out = []
+        for name in [joints] if isinstance(joints, str) else list(joints):
+            if name in full:
+                out.append(full[name])
+            elif len(short.get(name, ())) == 1:
+                out.append(short[name][0])
+            else:
+                raise KeyError(f"no 1-DOF joint named {name!r}; joints: {sorted(full)}")
+        return np.array(out, dtype=np.int64)
+
+    def joint_dynamics(self, joint):
+        """Current (damping [N m s/rad or N s/m], armature [kg m² or kg]) of a 1-DOF joint in this simulator."""
+        i = self._joint_dofs(joint)[0]
+        return dict(damping=float(self.integrator.damping[i]), armature=float(self.integrator.model.armature[i]))
+
+    def set_joint_dynamics(self, joints, damping=None, armature=None):
+        """Change the viscous damping (implicit, in A = M + δt D) and the armature (reflected rotor inertia on the
+        diagonal of M) of 1-DOF joints (a name or a list), finite and >= 0, from the next step on, in this simulator
+        only (controllers keep their nominal model, as for :meth:`set_body_inertia`)."""
+        idx = self._joint_dofs(joints)
+        it = self.integrator
+        new_d, new_a = it.damping.copy(), np.array(it.model.armature, dtype=float)
+        for name, val, arr in (("damping", damping, new_d), ("armature", armature, new_a)):
+            if val is None:
+                continue
+            val = np.broadcast_to(np.asarray(val, dtype=float), idx.shape)
+            if not (np.all(np.isfinite(val)) and np.all(val >= 0)):
+                raise ValueError(f"{name} must be finite and >= 0, got {val!r}")
+            arr[idx] = val
+        it.set_joint_dynamics(new_d, new_a)
 
     def body_inertia(self, body):
         """(mass [kg], com (3,) [m], inertia (3, 3) [kg m²] about the COM) of the rigid body ``body`` belongs to,

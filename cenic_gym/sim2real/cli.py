@@ -5,6 +5,7 @@
     cenic-gym sim2real export     ppo.zip --out exported/            (ONNX + TorchScript, checked to 1e-5)
     cenic-gym sim2real record     --policy scripted --out log.csv    (a log made by our simulator)
     cenic-gym sim2real replay     log.csv [--accuracy 1e-5] [--plot replay.png]
+    cenic-gym sim2real fit        log.csv --params kp_scale damping mass/box [--out fit/]   (real-to-sim)
     cenic-gym sim2real report     --policy scripted --out report/ [--log log.csv]
     cenic-gym sim2real sim2sim    --policy scripted [--env CenicFranka-v0] [--episodes 5] [--timestep 1e-3]
                                   [--peer mujoco|drake] [--integrator lagged|cenic] [--accuracy 1e-3]
@@ -94,6 +95,29 @@ def add_parser(subparsers):
     rp.add_argument("--fixed-step", type=positive_number(), default=None)
     rp.add_argument("--plot", default=None, help="write the tracking-error plot (PNG) here")
     rp.set_defaults(func=_replay)
+
+    ft = sub.add_parser("fit", help="fit the env's physical parameters (and the action delay) to a robot log")
+    _common(ft, policy=False)
+    ft.add_argument("log", help="log file (.csv or .npz; format: cenic_gym.sim2real.replay), or the name of a "
+                                "shipped log: franka_example_log (our simulator, the nominal robot) or franka_mujoco_log "
+                                "(the MuJoCo twin, K_p x 0.75, K_d x 1.3, commands one period late)")
+    ft.add_argument("--params", nargs="+", required=True,
+                    help="physical parameters (cenic_gym.parameters names), e.g. 'kp_scale/panda_joint[1-7]' "
+                         "'damping' 'friction/panda_joint4' 'mass/box' 'mu/box/0' 'stiffness/box/0'")
+    ft.add_argument("--method", choices=("lsq", "cma"), default="lsq",
+                    help="scipy least squares (default) or CMA-ES (the cma package)")
+    ft.add_argument("--accuracy", type=positive_number(), default=1e-5,
+                    help="replay accuracy (default 1e-5: the replay's own error far below the model error)")
+    ft.add_argument("--window", type=positive_number(), default=2.0, help="replay window [s] (default 2)")
+    ft.add_argument("--max-delay", type=integer_at_least(0), default=3,
+                    help="largest action delay tried [control periods] (default 3)")
+    ft.add_argument("--delay", type=integer_at_least(0), default=None, help="a known delay instead of the search")
+    ft.add_argument("--bootstrap", type=integer_at_least(0), default=0,
+                    help="refits on resampled windows for the uncertainty (default 0: Gauss-Newton covariance)")
+    ft.add_argument("--max-nfev", type=integer_at_least(1), default=None,
+                    help="iterations per fit (least squares; CMA-ES: that many times (parameters + 1) evaluations)")
+    ft.add_argument("--out", default=None, help="write fit.json and fit.png (logged vs simulated) into this folder")
+    ft.set_defaults(func=_fit)
 
     rep = sub.add_parser("report", help="accuracy + robustness (+ replay) report: Markdown and PNGs")
     _common(rep)
@@ -241,6 +265,36 @@ def _replay(a):
     print(replay_table([res]))
     if a.plot:
         plot_replay(res, a.plot)
+    return 0
+
+
+def _fit(a):
+    _policy_env(a, None)
+    from pathlib import Path
+
+    from .fit import fit, plot_fit
+    from .replay import LogError
+
+    log = a.log
+    shipped = Path(__file__).resolve().parent / "data" / f"{log}.csv"
+    if not Path(log).exists() and "/" not in log and shipped.is_file():
+        log = shipped
+    try:
+        res = fit(a.env, log, a.params, method=a.method, accuracy=a.accuracy, env_kwargs=a.env_kwargs,
+                  window=a.window, max_delay=a.max_delay, delay=a.delay, bootstrap=a.bootstrap, max_nfev=a.max_nfev,
+                  progress=lambda line: print(f"  {line}", flush=True))
+    except (LogError, ValueError, KeyError) as e:
+        raise SystemExit(f"cenic-gym sim2real fit: {e}") from None
+    print("\n".join(res.lines()))
+    print("gym.make options of the fitted robot:", json.dumps(res.env_kwargs()))
+    print("domain_randomization centred on the fit:", json.dumps(res.domain_randomization()))
+    if a.out:
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        res.save(out / "fit.json")
+        plot_fit(res, out / "fit.png")
+        print(f"wrote {out / 'fit.json'} and {out / 'fit.png'}")
+    res.replayer.close()
     return 0
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..external import JointController
+from .. import parameters
 from ..model import matrix_to_quat_xyzw
 from .rollout import make_env
 
@@ -75,23 +75,18 @@ class RobotLog:
 
 def controlled_joints(env):
     """(joint names, q indices, v indices, [(controller, slice into the log's columns)]) of the env's joint
-    controllers, in order: the columns a log must have."""
+    controllers, in order: the columns a log must have (:func:`cenic_gym.parameters.controlled_joints`)."""
     u = env.unwrapped
-    model = u.sim.system.model
-    names, qidx, vidx, parts = [], [], [], []
-    for s in u.sim.external:
-        if not isinstance(s, JointController):
-            continue
-        start = len(names)
-        for iv, iq in zip(s.dofs, s.qidx):
-            j = next(j for j in range(1, model.njoints) if model.idx_vs[j] == iv)
-            names.append(model.names[j].split("/", 1)[-1])
-            qidx.append(int(iq))
-            vidx.append(int(iv))
-        parts.append((s, slice(start, len(names))))
-    if not names:
+    entries = parameters.controlled_joints(u.sim)
+    if not entries:
         raise ValueError(f"{u.spec.id if u.spec else type(u).__name__} has no joint controllers to replay commands on")
-    return tuple(names), np.array(qidx), np.array(vidx), parts
+    parts, start = [], 0
+    for i, (_, _, s, _) in enumerate(entries):
+        if i + 1 == len(entries) or entries[i + 1][2] is not s:
+            parts.append((s, slice(start, i + 1)))
+            start = i + 1
+    return (tuple(n for n, *_ in entries), np.array([s.qidx[k] for _, _, s, k in entries]),
+            np.array([iv for _, iv, _, _ in entries]), parts)
 
 
 def _read_csv(path):
@@ -224,11 +219,14 @@ class ReplayResult:
                     sim_failure=self.sim_failure)
 
 
-def _set_initial(sim, log, qidx, vidx):
+def set_log_state(sim, log, row, qidx, vidx, object_v=None):
+    """Put ``sim`` in the logged state of ``row``: controlled joints' q and v (mimic joints follow their leader),
+    the logged objects' poses (velocities ``object_v[body][row]``, else 0) and the time; other DOFs keep their
+    positions, at rest."""
     system = sim.system
     q, v = sim.q, np.zeros(system.nv)
-    q[qidx] = log.q[0]
-    v[vidx] = log.v[0]
+    q[qidx] = log.q[row]
+    v[vidx] = log.v[row]
     controlled = set(qidx.tolist())
     for q0, q1, v0, v1, r, off in zip(system.coupler_q0, system.coupler_q1, system.coupler_v0, system.coupler_v1,
                                       system.coupler_ratio, system.coupler_offset):
@@ -240,8 +238,10 @@ def _set_initial(sim, log, qidx, vidx):
         if b not in system.body_names:
             raise LogError(f"log has a pose of {b!r}, which is not a free body of the env (free bodies: "
                            f"{system.body_names})")
-        q[system.q_slice(b)] = p[0]
-    sim.set_state(q=q, v=v, t=log.t[0])
+        q[system.q_slice(b)] = p[row]
+        if object_v is not None:
+            v[system.v_slice(b)] = object_v[b][row]
+    sim.set_state(q=q, v=v, t=log.t[row])
 
 
 def replay(env_id, log, accuracy=1e-3, fixed_step=None, seed=0, env_kwargs=None):
@@ -260,7 +260,7 @@ def replay(env_id, log, accuracy=1e-3, fixed_step=None, seed=0, env_kwargs=None)
     elif tuple(log.joints) != joints:
         raise LogError(f"log joints {list(log.joints)} do not match the env's controlled joints {list(joints)}")
     sim = env.unwrapped.sim
-    _set_initial(sim, log, qidx, vidx)
+    set_log_state(sim, log, 0, qidx, vidx)
     T = len(log.t)
     qs, vs, poses = [sim.q[qidx].copy()], [sim.v[vidx].copy()], {b: [sim.body_pose(b)[0]] for b in log.poses}
     failure = None

@@ -2,7 +2,11 @@
 parameters we know (``cenic_gym.sim2real.fit``).
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/sysid.py [--cases arm effort object mujoco drake]
-        [--loop] [--no-write]
+        [--noise none noisy] [--loop] [--json sysid.json] [--merge runA.json ...] [--no-write]
+
+(``--cases`` also takes ``effort-cma``, ``mujoco-arm``, ``drake-object``, ...; the whole set is ~3 h of one core:
+run parts side by side with ``--no-write --json part.json`` and write the section with ``--cases --merge part*.json``.
+Needs ``mujoco`` and, for Drake, ``pip install -e .[peers]``.)
 
 The robots and their logs (CenicFranka-v0, 20 Hz set-points, the log format of ``cenic_gym.sim2real.replay``):
 
@@ -15,20 +19,25 @@ The robots and their logs (CenicFranka-v0, 20 Hz set-points, the log format of `
 - ``object``: a program that reads the robot's state: push the box 12 cm along the table with the closed gripper,
   press down on its top, then grasp, lift 15 cm, hold and put it down, 16 s. The robot: box mass 0.55 kg (the model:
   0.4), box friction coefficient 0.7 (1.0), box contact stiffness 6e4 N/m (1e5). Fitted: those three and the delay.
-- ``mujoco`` / ``drake``: the arm's excitation and the object program run by the MuJoCo twin (1 ms, implicitfast)
-  and by Drake (SAP, 1 ms): another simulator stands in for the robot, with K_p × 0.75 and K_d × 1.3 and its
-  commands 1 period late (the twins' other parameters are the model's). Fitted from the arm log: kp_scale,
-  kd_scale, damping, armature and the delay; from the object log: mass, friction and stiffness of the box. The
-  twins' own modelling (explicit inverse-dynamics control every 1 ms, their contact models) is not in our
-  parameters: the measure is how much the fit cuts the replay error and which parameters moved.
+- ``mujoco`` / ``drake`` (or ``mujoco-arm``, ``drake-object``, ...): the arm's excitation and the object program
+  run by the MuJoCo twin (1 ms, implicitfast) and by Drake (SAP, 1 ms): another simulator stands in for the robot.
+  What we set reaches the twins' generated scenes: on the arm K_p × 0.75, K_d × 1.3 and the commands 1 period late;
+  on the object program the box's friction coefficient 0.7 (the twins take masses, damping and armature from the
+  model). Fitted from the arm log: kp_scale, kd_scale, damping, armature and the delay; from the object log:
+  mass, friction and stiffness of the box and the delay. The twins' own modelling (explicit inverse-dynamics
+  control every 1 ms, MuJoCo's soft contacts) is not in our parameters: the measure is how much the fit cuts the
+  replay error and which parameters moved.
+- ``<case>-cma``: the clean log of a cenic case fitted by CMA-ES instead of least squares (which converges).
 
 Every cenic log is made at ε = 1e-5 and fitted at ε = 1e-5 (the fit's default), at two noise levels of the logged
 states: none, and σ_q = 1e-4 rad, σ_v = 5e-3 rad/s, σ_pose = 2e-4 m. Pass: every parameter within 5 % of the truth
-(the delay exactly).
+(the delay exactly). Least squares' difference step: 1e-4 on the smooth free-space logs, 1e-2 with contact
+(:data:`DIFF_STEP`).
 
-``--loop`` closes the loop: DAgger policies (the env's recipe, ``cenic_gym.train``) trained against the nominal
-model and against the robot fitted in the ``arm`` case (its ``env_kwargs``: ``physics`` + ``action_delay``), both
-evaluated on the ``arm`` robot (the perturbed simulator) on 50 held-out seeds (10000…).
+``--loop`` closes the loop (:func:`closed_loop`): a robot with Coulomb joint friction 0.8 N m, damping 1.5 N m s/rad
+and armature 0.14 kg m² on the arm (the env's recipe fails on it; its teacher mostly does not), its noisy arm log
+fitted, and the env's DAgger recipe (``cenic_gym.train``) trained against the nominal model and against the fitted
+one (its ``env_kwargs``: ``physics`` + ``action_delay``), both evaluated on the robot on 50 held-out seeds (10000…).
 
 Writes ``benchmarks/sysid.json`` ({"parameters": [{"name", "case", "noise", "source", "true", "fitted",
 "rel_error"}], "replay": [{"case", "noise", "source", "error_before", "error_after"}], ...}),
@@ -73,8 +82,13 @@ CASES = {  # name -> (program, true parameters, true delay, parameters fitted)
     "effort": ("steps", {f"effort_scale/{ARM}": 0.6, f"kp_scale/{ARM}": 1.2}, 2, None),
     "object": ("object", {"mass/box": 0.55, "mu/box/0": 0.7, "stiffness/box/0": 6e4}, 0, None),
 }
-TWIN_TRUE = {f"kp_scale/{ARM}": 0.75, f"kd_scale/{ARM}": 1.3}
-TWIN_DELAY = 1
+# least squares' difference step per program: the free-space arm replays are smooth in the parameters (1e-4 recovers
+# them to 1e-5); with contact (the object program), steps of 1e-4 drown in the replay's own variation (stick-slip,
+# step sizes) and the fit does not move, so 1e-2 (the library's default)
+DIFF_STEP = {"arm": 1e-4, "steps": 1e-4, "object": 1e-2}
+TWIN_TRUE = {"arm": {f"kp_scale/{ARM}": 0.75, f"kd_scale/{ARM}": 1.3},  # what reaches the twins' scenes
+             "object": {"mu/box/0": 0.7}}
+TWIN_DELAY = {"arm": 1, "object": 0}
 TWIN_FIT = {"arm": [f"kp_scale/{ARM}", f"kd_scale/{ARM}", f"damping/{ARM}", f"armature/{ARM}"],
             "object": ["mass/box", "mu/box/0", "stiffness/box/0"]}
 
@@ -191,14 +205,14 @@ def write_example_log(path=EXAMPLE_LOG, duration=4.0):
     twin with K_p × 0.75, K_d × 1.3 and its commands one period late (what the README's ``sim2real fit`` reads)."""
     from cenic_gym.sim2real.sim2sim import peer_options, peer_physics
 
-    env = robot_env(TWIN_TRUE)
+    env = robot_env(TWIN_TRUE["arm"])
     u = env.unwrapped
     cmd = arm_program(duration)
     q = u.sim.q
     q[u.arm_q] = cmd[0, :7]
     u.sim.set_state(q=q)
     physics = peer_physics("mujoco")(u.sim, **peer_options("mujoco"))
-    log = record_commands(env, cmd, delay=TWIN_DELAY, bodies=[], physics=physics)
+    log = record_commands(env, cmd, delay=TWIN_DELAY["arm"], bodies=[], physics=physics)
     log.save(path)
     print(f"wrote {path}: {len(log.t)} rows")
 
@@ -215,7 +229,8 @@ def run_case(name, program, true, delay, fit_names, noise, source, records, plot
         log = add_noise(log, sq, sv, sp, seed=1)
     fit_names = fit_names or list(true)
     r = fit(ENV, log, fit_names, env_kwargs=dict(domain_randomization=False), method=method,
-            max_delay=3 if program != "object" else 2, progress=lambda s: print(f"  [{name}/{noise}] {s}",
+            diff_step=DIFF_STEP[program],
+            max_delay=3 if program != "object" else 1, progress=lambda s: print(f"  [{name}/{noise}] {s}",
                                                                                    flush=True))
     if plot:
         plot_fit(r, plot)
@@ -237,13 +252,14 @@ def run_case(name, program, true, delay, fit_names, noise, source, records, plot
                                   pose_error_before=r.replay_before["max_pose"],
                                   pose_error_after=r.replay_after["max_pose"],
                                   replays=r.replays, wall_s=time.perf_counter() - w0, true=true, delay=delay,
-                                  method=method,
+                                  method=method, diff_step=DIFF_STEP[program],
                                   passed=bool(ok), fit=r.to_dict()))
     print("\n".join(r.lines()), flush=True)
     return r
 
 
-LOOP_TRUE = {f"friction/{ARM}": 0.8, f"damping/{ARM}": 1.5, f"armature/{ARM}": 0.14}  # the closed loop's robot
+LOOP_TRUE = {f"kp_scale/{ARM}": 1.0, f"kd_scale/{ARM}": 1.0, f"friction/{ARM}": 0.8,  # the closed loop's robot
+             f"damping/{ARM}": 1.5, f"armature/{ARM}": 0.14}
 LOOP_FIT = [f"kp_scale/{ARM}", f"kd_scale/{ARM}", f"damping/{ARM}", f"friction/{ARM}", f"armature/{ARM}"]
 
 
@@ -328,11 +344,16 @@ def section(records, runtime, load0, cmd):
         cut = b["rms_q"] / max(a["rms_q"], 1e-300)
         verdict = ("pass" if rec["passed"] else "FAIL") if rec["source"] == "cenic" else \
             f"cut {cut:.0f}× ({'≥' if cut >= 2 else '<'} 2×)"
-        body.append(f"| {rec['case']} | {rec['source']} | {rec['noise']} | {rec.get('method', 'lsq')} | "
+        method = rec.get("method", "lsq")
+        method += f", h {rec['diff_step']:g}" if method == "lsq" and "diff_step" in rec else ""
+        body.append(f"| {rec['case']} | {rec['source']} | {rec['noise']} | {method} | "
                     f"{'<br>'.join(params)} | {rec['delay']} → {f['delay']} | {b['rms_q']:.3g} → {a['rms_q']:.3g} | "
                     f"{pose} | {rec['replays']}, {rec['wall_s']:.0f} s | {verdict} |")
     if records.get("loop"):
         body += ["", *records["loop"]["lines"]]
+    if records.get("runs"):
+        body += ["", "Records of these runs (side by side on this machine, merged with `--merge`): "
+                 + "; ".join(f"`{r['command']}` ({r['wall_s'] / 60:.0f} min)" for r in records["runs"]) + "."]
     return body
 
 
@@ -358,6 +379,7 @@ def main():
             records[k] += old[k]
         if "loop" in old:
             records["loop"] = old["loop"]
+        records.setdefault("runs", []).extend(old.get("runs", []))
     for case in a.cases:
         if case in CASES:
             program, true, delay, names = CASES[case]
@@ -367,17 +389,22 @@ def main():
         elif case.endswith("-cma") and case[:-4] in CASES:  # the same fit by CMA-ES (the clean log)
             program, true, delay, names = CASES[case[:-4]]
             run_case(case, program, true, delay, names, "none", "cenic", records, method="cma")
-        elif case in ("mujoco", "drake"):
-            for program in ("arm", "object"):
-                true = TWIN_TRUE if program == "arm" else {}
-                run_case(program, program, true, TWIN_DELAY if program == "arm" else 0, TWIN_FIT[program], "none",
-                         case, records)
+        elif case.split("-")[0] in ("mujoco", "drake"):  # "mujoco": both programs; "mujoco-arm": one
+            twin, _, only = case.partition("-")
+            for program in [only] if only else ["arm", "object"]:
+                if program not in TWIN_FIT:
+                    ap.error(f"unknown case {case!r}: the twins run {list(TWIN_FIT)}")
+                run_case(program, program, TWIN_TRUE[program], TWIN_DELAY[program], TWIN_FIT[program], "none",
+                         twin, records)
         else:
             ap.error(f"unknown case {case!r}")
     if a.loop:
         records["loop"] = closed_loop(records, a.loop_out, steps=a.loop_steps)
-    Path(a.json).write_text(json.dumps(records, indent=1, default=float))
     cmd = "python benchmarks/sysid.py " + " ".join(sys.argv[1:])
+    if a.cases or a.loop:
+        records.setdefault("runs", []).append(dict(command=cmd.strip(), wall_s=time.perf_counter() - w0,
+                                                   cases=a.cases + (["loop"] if a.loop else [])))
+    Path(a.json).write_text(json.dumps(records, indent=1, default=float))
     body = section(records, time.perf_counter() - w0, load0, cmd.strip())
     print("\n".join(body))
     if not a.no_write:

@@ -148,6 +148,15 @@ def test_fit_recovers_known_gains_damping_and_delay_from_a_log_our_simulator_mad
     assert not np.array_equal(noisy.q, log.q) and np.array_equal(noisy.cmd, log.cmd)
 
 
+def test_fit_by_cma_es_finds_the_same_gain():
+    """CMA-ES (the ``cma`` package) on the same replay loss, at a known delay: K_p × 0.8 again."""
+    true = {f"kp_scale/{ARM}": 0.8}
+    res = fit("CenicFranka-v0", _robot_log(true, delay=0), list(true), method="cma", delay=0, window=1.5,
+              max_nfev=40)
+    res.replayer.close()
+    assert res.method == "cma" and res.parameters[0].value == pytest.approx(0.8, rel=1e-3)
+
+
 def test_fit_rejects_bad_logs_and_parameters_by_name():
     log = _robot_log({}, delay=0)
     with pytest.raises(ValueError, match="unknown physical parameter 'gains'"):

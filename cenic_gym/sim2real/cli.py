@@ -116,6 +116,8 @@ def add_parser(subparsers):
                     help="refits on resampled windows for the uncertainty (default 0: Gauss-Newton covariance)")
     ft.add_argument("--max-nfev", type=integer_at_least(1), default=None,
                     help="iterations per fit (least squares; CMA-ES: that many times (parameters + 1) evaluations)")
+    ft.add_argument("--diff-step", type=positive_number(), default=None,
+                    help="least squares' forward-difference step, relative to each value (default 1e-2)")
     ft.add_argument("--out", default=None, help="write fit.json and fit.png (logged vs simulated) into this folder")
     ft.set_defaults(func=_fit)
 
@@ -282,6 +284,7 @@ def _fit(a):
     try:
         res = fit(a.env, log, a.params, method=a.method, accuracy=a.accuracy, env_kwargs=a.env_kwargs,
                   window=a.window, max_delay=a.max_delay, delay=a.delay, bootstrap=a.bootstrap, max_nfev=a.max_nfev,
+                  **({} if a.diff_step is None else {"diff_step": a.diff_step}),
                   progress=lambda line: print(f"  {line}", flush=True))
     except (LogError, ValueError, KeyError) as e:
         raise SystemExit(f"cenic-gym sim2real fit: {e}") from None

@@ -42,6 +42,7 @@ from .rollout import make_env
 
 WEIGHTS = dict(q=1e-3, v=2e-2, pose=1e-3)  # σ of the residual per channel [rad or m, rad/s or m/s, m]
 FLOORS = {"damping": 0.1, "friction": 0.1, "armature": 0.01}  # typical magnitude where the start value is 0
+DIFF_STEP = 1e-2  # least squares' forward-difference step, relative to each value (see fit)
 COARSE_NFEV = 3  # residual evaluations (least squares: iterations, each with its Jacobian) of the per-delay fits
 FAILED = 1e3  # residual entries of a window whose replay failed (finite, so the optimizer steps back)
 
@@ -290,7 +291,8 @@ class _Scaled:
 
 
 def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=0, env_kwargs=None, window=2.0,
-        max_delay=3, delay=None, start=None, weights=None, bootstrap=0, max_nfev=None, progress=None):
+        max_delay=3, delay=None, start=None, weights=None, bootstrap=0, max_nfev=None, diff_step=DIFF_STEP,
+        progress=None):
     """Fit ``params`` (and the action delay, unless ``delay`` is given) of ``env_id`` to ``log`` (a
     :class:`RobotLog` or a path): see the module docstring. ``start``: {name: value} start values (default the
     env's own); ``method``: "lsq" or "cma"; ``bootstrap``: refits on resampled windows for the uncertainty (0: the
@@ -299,6 +301,8 @@ def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=
         raise ValueError(f"method must be 'lsq' or 'cma', got {method!r}")
     if not params:
         raise ValueError("fit: no parameters to fit (params is empty)")
+    if not (isinstance(diff_step, (int, float)) and math.isfinite(diff_step) and 0 < diff_step < 1):
+        raise ValueError(f"diff_step must be a relative step in (0, 1), got {diff_step!r}")
     if not (isinstance(bootstrap, (int, np.integer)) and bootstrap >= 0):
         raise ValueError(f"bootstrap must be an integer >= 0, got {bootstrap!r}")
     w0 = time.perf_counter()
@@ -311,6 +315,7 @@ def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=
                 raise ValueError(f"start values for parameters not fitted: {sorted(unknown)}")
             x0v = rep.check([start.get(p.name, x) for p, x in zip(rep.params, x0v)])
         scaled = _Scaled(rep, x0v)
+        solver = Solver(method, max_nfev, float(diff_step))
         say = progress or (lambda line: None)
         delays = list(range(rep.max_delay + 1)) if delay is None else [int(delay)]
         if delay is not None and not 0 <= int(delay) <= rep.max_delay:
@@ -320,14 +325,14 @@ def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=
         loss_before = loss(x0v, d_before)
         coarse = {}  # a short fit at every delay (a wrong gain can make a wrong delay look best at the start)
         for dc in delays:
-            xc, _, cc = _minimize(rep, scaled, scaled.x(x0v), dc, method, COARSE_NFEV)
+            xc, _, cc = _minimize(rep, scaled, scaled.x(x0v), dc, Solver(method, COARSE_NFEV, diff_step))
             coarse[dc] = (cc, xc)
         say("coarse loss per delay: " + ", ".join(f"{k}: {v[0]:.6g}" for k, v in coarse.items()))
         d = min(coarse, key=lambda k: coarse[k][0])
         tried, fitted_at = {k: v[0] for k, v in coarse.items()}, set()
         x, jac = coarse[d][1], None
         while True:  # fit at d; move to a neighbouring delay while it is better at the fitted values
-            x, jac, cost = _minimize(rep, scaled, x, d, method, max_nfev)
+            x, jac, cost = _minimize(rep, scaled, x, d, solver)
             tried[d] = cost
             fitted_at.add(d)
             say(f"delay {d}: loss {cost:.6g} at {dict(zip(params, scaled.values(x)))}")
@@ -337,7 +342,7 @@ def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=
                 break
             d = min(near, key=near.get)
         values = scaled.values(x)
-        std = _std(rep, scaled, x, d, jac, bootstrap, method, max_nfev)
+        std = _std(rep, scaled, x, d, jac, bootstrap, solver)
         replay_before = rep.replay_error(x0v, d_before)
         replay_after = rep.replay_error(values, d)
         result = FitResult(env_id, [FittedParameter(p.name, p.unit, float(s), float(v), float(e))
@@ -353,14 +358,26 @@ def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=
         raise
 
 
-def _minimize(rep, scaled, x0, d, method, max_nfev, windows=None):
+@dataclass(frozen=True)
+class Solver:
+    """How one continuous fit runs: ``method`` ("lsq" or "cma"), ``max_nfev`` (least-squares iterations; CMA-ES:
+    that many times (p + 1) evaluations; None: 50 (p + 1) iterations, 200 (p + 1) evaluations) and ``diff_step``
+    (least squares' forward-difference step relative to each value)."""
+
+    method: str
+    max_nfev: int | None
+    diff_step: float
+
+
+def _minimize(rep, scaled, x0, d, solver, windows=None):
     """(x, Jacobian in x or None, loss) of one continuous fit at delay ``d``."""
     fun = lambda x: rep.residual(scaled.values(x), d, windows)  # noqa: E731
-    if method == "lsq":
+    max_nfev = solver.max_nfev
+    if solver.method == "lsq":
         from scipy.optimize import least_squares
 
-        r = least_squares(fun, x0, bounds=(scaled.lo, scaled.hi), method="trf", diff_step=1e-4, x_scale=1.0,
-                          max_nfev=max_nfev or 50 * (len(x0) + 1), xtol=1e-6, ftol=1e-8, gtol=1e-8)
+        r = least_squares(fun, x0, bounds=(scaled.lo, scaled.hi), method="trf", diff_step=solver.diff_step,
+                          x_scale=1.0, max_nfev=max_nfev or 50 * (len(x0) + 1), xtol=1e-6, ftol=1e-8, gtol=1e-8)
         return r.x, r.jac, float(r.cost)
     try:
         import cma
@@ -375,28 +392,31 @@ def _minimize(rep, scaled, x0, d, method, max_nfev, windows=None):
     return xb, None, 0.5 * float(np.sum(fun(xb) ** 2))
 
 
-def _jacobian(rep, scaled, x, d):
+def _jacobian(rep, scaled, x, d, step):
     r0 = rep.residual(scaled.values(x), d)
     J = np.empty((r0.shape[0], x.shape[0]))
     for i in range(x.shape[0]):
-        h = 1e-4 * max(1.0, abs(x[i]))
+        h = step * max(1.0, abs(x[i]))
         xp = x.copy()
         xp[i] = x[i] + h if x[i] + h <= scaled.hi[i] else x[i] - h
         J[:, i] = (rep.residual(scaled.values(xp), d) - r0) / (xp[i] - x[i])
     return J, r0
 
 
-def _std(rep, scaled, x, d, jac, bootstrap, method, max_nfev):
+def _std(rep, scaled, x, d, jac, bootstrap, solver):
     """Standard deviations of the fitted values (module docstring)."""
     if bootstrap:
         rng = np.random.default_rng(0)
         fits = []
         for _ in range(bootstrap):
             pick = [rep.windows[i] for i in rng.integers(0, len(rep.windows), len(rep.windows))]
-            xb, _, _ = _minimize(rep, scaled, x.copy(), d, method, max_nfev, pick)
+            xb, _, _ = _minimize(rep, scaled, x.copy(), d, solver, pick)
             fits.append(scaled.values(xb))
         return np.std(np.array(fits), axis=0, ddof=1) if bootstrap > 1 else np.full(x.shape, math.nan)
-    J, r = (jac, rep.residual(scaled.values(x), d)) if jac is not None else _jacobian(rep, scaled, x, d)
+    if jac is not None:
+        J, r = jac, rep.residual(scaled.values(x), d)
+    else:
+        J, r = _jacobian(rep, scaled, x, d, solver.diff_step)
     m, p = J.shape
     s2 = float(r @ r) / max(m - p, 1)
     try:

@@ -38,8 +38,8 @@ control_period         task       seconds per env step (``metadata["render_fps"]
 domain_randomization   False      True: the task's ranges; a dict: its task keys override some ranges (the
                                   others keep the task's), its physical parameters (:mod:`cenic_gym.parameters`
                                   names: ``"kd_scale": (0.9, 1.1)``) are drawn U(low, high) after the task's
-                                  draws — a dict of physical parameters alone leaves the task's nominal; False:
-                                  nominal
+                                  draws — a dict of physical parameters alone leaves the task's nominal; a name
+                                  that is also a task key (the Go1's ``friction``) is the task's; False: nominal
 physics                None       {physical parameter name: value} set after every reset, before any draw of
                                   ``domain_randomization`` (a fitted robot: :mod:`cenic_gym.sim2real.fit`)
 obs_noise              0.0        multiplier of the task's per-element observation noise scales
@@ -233,8 +233,9 @@ class CenicEnv(gym.Env):
         dr = c["domain_randomization"]
         drawn = {}
         if isinstance(dr, dict):  # physical parameters are drawn here; the task sees its own keys only (or False)
-            drawn = {k: tuple(float(x) for x in r) for k, r in sorted(dr.items()) if is_parameter_name(k)}
-            c["domain_randomization"] = {k: r for k, r in dr.items() if not is_parameter_name(k)} or False
+            own = c.get("randomization", {})  # a task's own key (the Go1's "friction", "kp_scale") is the task's
+            drawn = {k: tuple(float(x) for x in r) for k, r in sorted(dr.items()) if k not in own}
+            c["domain_randomization"] = {k: r for k, r in dr.items() if k in own} or False
         self.metadata = {**self.metadata, "render_fps": 1.0 / self.control_period}
         system, external = self._build()
         if needs_friction([*physics, *drawn]):  # joint friction acts through its own external system

@@ -24,6 +24,9 @@ joints it matches get the same value. The scales multiply what the env's reset s
 gains and limits); every other kind replaces the value. Friction needs a :class:`~cenic_gym.external.JointFriction`
 on the joints: an env builds one when its ``physics`` or ``domain_randomization`` names a ``friction`` parameter.
 
+In a ``domain_randomization`` dict a task's own key wins: the Go1's ``friction`` and ``kp_scale`` are its
+randomization ranges (ground friction, its PD scale), not these parameters (name the joints: ``friction/*``).
+
 A name that does not parse, a joint pattern that matches no controlled joint, an unknown body or geometry, and a
 value outside the physical range raise ``ValueError`` naming it.
 """

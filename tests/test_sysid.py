@@ -14,7 +14,7 @@ import cenic_gym  # noqa: F401
 from cenic_gym import JointFriction, JointPD, Simulator, parameters
 from cenic_gym.envs import panda_constants as pc
 from cenic_gym.sim2real.fit import add_noise, fit, make_windows, record_commands
-from cenic_gym.sim2real.replay import LogError, RobotLog
+from cenic_gym.sim2real.replay import LogError, RobotLog, controlled_joints, set_log_state
 
 from test_external import INERTIA, pendulum
 
@@ -148,13 +148,33 @@ def test_fit_recovers_known_gains_damping_and_delay_from_a_log_our_simulator_mad
     assert not np.array_equal(noisy.q, log.q) and np.array_equal(noisy.cmd, log.cmd)
 
 
+def test_a_noisy_reading_past_a_joint_limit_starts_the_replay_at_the_limit():
+    """A closed finger's noisy reading below its lower limit (0 m): the window starts at the limit, not with the
+    limit constraint's impulse (which no step size resolves: AccuracyNotMetError at the minimum step)."""
+    env = gym.make("CenicFranka-v0", accuracy=1e-5)
+    env.reset(seed=0)
+    joints, qidx, vidx, _ = controlled_joints(env)
+    q = env.unwrapped.sim.q[qidx]
+    q[-1] = -3e-4  # the finger, 0.3 mm past its lower limit
+    log = RobotLog(np.array([0.0, 0.05]), np.array([q, q]), np.zeros((2, 8)), np.array([q, q]), joints)
+    sim = env.unwrapped.sim
+    set_log_state(sim, log, 0, qidx, vidx)
+    assert sim.q[qidx][-1] == 0.0
+    sim.advance_to(0.05)
+
+
 def test_fit_by_cma_es_finds_the_same_gain():
-    """CMA-ES (the ``cma`` package) on the same replay loss, at a known delay: K_p × 0.8 again."""
+    """CMA-ES (the ``cma`` package) on the same replay loss, at a known delay, and least squares polished by CMA-ES:
+    K_p × 0.8 again."""
     true = {f"kp_scale/{ARM}": 0.8}
     res = fit("CenicFranka-v0", _robot_log(true, delay=0), list(true), method="cma", delay=0, window=1.5,
-              max_nfev=40)
+              max_nfev=25)
     res.replayer.close()
     assert res.method == "cma" and res.parameters[0].value == pytest.approx(0.8, rel=1e-3)
+    polished = fit("CenicFranka-v0", _robot_log(true, delay=0), list(true), method="lsq+cma", delay=0, window=1.5,
+                   max_nfev=5)  # least squares, then CMA-ES from its solution
+    polished.replayer.close()
+    assert polished.method == "lsq+cma" and polished.parameters[0].value == pytest.approx(0.8, rel=1e-3)
 
 
 def test_fit_rejects_bad_logs_and_parameters_by_name():
@@ -179,14 +199,15 @@ def test_fit_rejects_bad_logs_and_parameters_by_name():
 
 
 def test_cli_fit_on_the_shipped_example_log(tmp_path):
-    """``cenic-gym sim2real fit`` on the example log (made by our nominal simulator): the fitted K_p scale is 1 and
-    the delay 0; fit.json and the plot are written; a NaN in the log is rejected naming the column and row."""
+    """``cenic-gym sim2real fit`` on the example log (made by our nominal simulator) at its known delay, a few
+    iterations: the fitted K_p scale is 1; fit.json and the plot are written; a NaN in the log is rejected naming
+    the column and row. (The README runs the full search on this log and on the MuJoCo-made one.)"""
     from importlib.resources import files
 
     example = files("cenic_gym.sim2real") / "data" / "franka_example_log.csv"
     out = tmp_path / "fit"
     cmd = [sys.executable, "-m", "cenic_gym", "sim2real", "fit", str(example), "--env", "CenicFranka-v0",
-           "--params", f"kp_scale/{ARM}", "--max-delay", "1", "--window", "2.5", "--out", str(out)]
+           "--params", f"kp_scale/{ARM}", "--delay", "0", "--max-nfev", "3", "--window", "2.5", "--out", str(out)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     res = json.loads((out / "fit.json").read_text())

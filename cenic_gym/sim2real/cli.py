@@ -104,8 +104,9 @@ def add_parser(subparsers):
     ft.add_argument("--params", nargs="+", required=True,
                     help="physical parameters (cenic_gym.parameters names), e.g. 'kp_scale/panda_joint[1-7]' "
                          "'damping' 'friction/panda_joint4' 'mass/box' 'mu/box/0' 'stiffness/box/0'")
-    ft.add_argument("--method", choices=("lsq", "cma"), default="lsq",
-                    help="scipy least squares (default) or CMA-ES (the cma package)")
+    ft.add_argument("--method", choices=("lsq", "cma", "lsq+cma"), default="lsq",
+                    help="scipy least squares (default), CMA-ES (the cma package), or least squares polished by "
+                         "CMA-ES (logs with contact)")
     ft.add_argument("--accuracy", type=positive_number(), default=1e-5,
                     help="replay accuracy (default 1e-5: the replay's own error far below the model error)")
     ft.add_argument("--window", type=positive_number(), default=2.0, help="replay window [s] (default 2)")

@@ -14,7 +14,9 @@ keeps a wrong start from compounding (and a contact event from making the loss j
 
 The continuous parameters (:mod:`cenic_gym.parameters` names: ``kp_scale``, ``damping/panda_joint4``, ``mass/box``,
 ``mu/box/0``, ...) are fitted by ``scipy.optimize.least_squares`` (trust-region reflective, forward-difference
-Jacobian, within the physical ranges) or by CMA-ES (``method="cma"``: the ``cma`` package, on ½‖r‖²); the delay,
+Jacobian, within the physical ranges), by CMA-ES (``method="cma"``: the ``cma`` package, on ½‖r‖²), or by least
+squares polished by CMA-ES from its solution (``"lsq+cma"``: where the loss is kinked near the minimum, as with
+contact; docs/real-to-sim.md); the delay,
 a whole number of control periods, by search: the delay of least loss at the start values, refitted, then its
 neighbours tried with the fitted values until none is better. Uncertainty: the Gauss–Newton covariance
 s² (JᵀJ)⁻¹ at the solution (s² = ‖r‖² / (m − p)) or, with ``bootstrap`` = B, the spread of B refits on windows
@@ -43,6 +45,8 @@ from .rollout import make_env
 WEIGHTS = dict(q=1e-3, v=2e-2, pose=1e-3)  # σ of the residual per channel [rad or m, rad/s or m/s, m]
 FLOORS = {"damping": 0.1, "friction": 0.1, "armature": 0.01}  # typical magnitude where the start value is 0
 DIFF_STEP = 1e-2  # least squares' forward-difference step, relative to each value (see fit)
+METHODS = ("lsq", "cma", "lsq+cma")
+POLISH_SIGMA = 0.05  # lsq+cma: CMA-ES's initial step from the least-squares solution (a fraction of each value)
 COARSE_NFEV = 3  # residual evaluations (least squares: iterations, each with its Jacobian) of the per-delay fits
 FAILED = 1e3  # residual entries of a window whose replay failed (finite, so the optimizer steps back)
 
@@ -297,8 +301,8 @@ def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=
     :class:`RobotLog` or a path): see the module docstring. ``start``: {name: value} start values (default the
     env's own); ``method``: "lsq" or "cma"; ``bootstrap``: refits on resampled windows for the uncertainty (0: the
     Gauss–Newton covariance); ``progress``: a callable given one line per stage. Returns a :class:`FitResult`."""
-    if method not in ("lsq", "cma"):
-        raise ValueError(f"method must be 'lsq' or 'cma', got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if not params:
         raise ValueError("fit: no parameters to fit (params is empty)")
     if not (isinstance(diff_step, (int, float)) and math.isfinite(diff_step) and 0 < diff_step < 1):
@@ -325,7 +329,8 @@ def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=
         loss_before = loss(x0v, d_before)
         coarse = {}  # a short fit at every delay (a wrong gain can make a wrong delay look best at the start)
         for dc in delays:
-            xc, _, cc = _minimize(rep, scaled, scaled.x(x0v), dc, Solver(method, COARSE_NFEV, diff_step))
+            coarse_method = "lsq" if method == "lsq+cma" else method
+            xc, _, cc = _minimize(rep, scaled, scaled.x(x0v), dc, Solver(coarse_method, COARSE_NFEV, diff_step))
             coarse[dc] = (cc, xc)
         say("coarse loss per delay: " + ", ".join(f"{k}: {v[0]:.6g}" for k, v in coarse.items()))
         d = min(coarse, key=lambda k: coarse[k][0])
@@ -360,9 +365,10 @@ def fit(env_id, log, params, method="lsq", accuracy=1e-5, fixed_step=None, seed=
 
 @dataclass(frozen=True)
 class Solver:
-    """How one continuous fit runs: ``method`` ("lsq" or "cma"), ``max_nfev`` (least-squares iterations; CMA-ES:
-    that many times (p + 1) evaluations; None: 50 (p + 1) iterations, 200 (p + 1) evaluations) and ``diff_step``
-    (least squares' forward-difference step relative to each value)."""
+    """How one continuous fit runs: ``method`` ("lsq", "cma", or "lsq+cma": least squares, then CMA-ES from its
+    solution), ``max_nfev`` (least-squares iterations; CMA-ES: that many times (p + 1) evaluations; None: 50 (p + 1)
+    iterations, 200 (p + 1) evaluations, and 15 (p + 1) for the CMA-ES polish of lsq+cma) and ``diff_step`` (least
+    squares' forward-difference step relative to each value)."""
 
     method: str
     max_nfev: int | None
@@ -373,20 +379,29 @@ def _minimize(rep, scaled, x0, d, solver, windows=None):
     """(x, Jacobian in x or None, loss) of one continuous fit at delay ``d``."""
     fun = lambda x: rep.residual(scaled.values(x), d, windows)  # noqa: E731
     max_nfev = solver.max_nfev
+    if solver.method == "lsq+cma":  # least squares, then CMA-ES from its solution (a kinked loss near the minimum)
+        x, jac, cost = _minimize(rep, scaled, x0, d, Solver("lsq", max_nfev, solver.diff_step), windows)
+        polished = _cma(fun, scaled, x, POLISH_SIGMA, (max_nfev or 15) * (len(x0) + 1))
+        return polished if polished[2] < cost else (x, jac, cost)  # CMA-ES's samples need not beat its start
     if solver.method == "lsq":
         from scipy.optimize import least_squares
 
         r = least_squares(fun, x0, bounds=(scaled.lo, scaled.hi), method="trf", diff_step=solver.diff_step,
                           x_scale=1.0, max_nfev=max_nfev or 50 * (len(x0) + 1), xtol=1e-6, ftol=1e-8, gtol=1e-8)
         return r.x, r.jac, float(r.cost)
+    n = len(x0)
+    return _cma(fun, scaled, x0, 0.1, max_nfev * (n + 1) if max_nfev else 200 * (n + 1))  # the budget in residuals
+
+
+def _cma(fun, scaled, x0, sigma, maxfevals):
+    """CMA-ES on ½‖fun(x)‖² from x0 with initial step ``sigma`` (optimizer coordinates), within the bounds."""
     try:
         import cma
     except ImportError:
-        raise ImportError("method='cma' needs the cma package: pip install cma (or cenic-gym[sim2real])") from None
-    n = len(x0)
-    opts = dict(bounds=[list(scaled.lo), list(scaled.hi)], verbose=-9, seed=1, tolfun=1e-9,
-                maxfevals=(max_nfev * (n + 1) if max_nfev else 200 * (n + 1)))  # the same budget in residuals
-    es = cma.CMAEvolutionStrategy(list(x0), 0.1, opts)
+        raise ImportError("method 'cma' / 'lsq+cma' needs the cma package: pip install cma (or cenic-gym[sim2real])") \
+            from None
+    opts = dict(bounds=[list(scaled.lo), list(scaled.hi)], verbose=-9, seed=1, tolfun=1e-9, maxfevals=int(maxfevals))
+    es = cma.CMAEvolutionStrategy(list(x0), sigma, opts)
     es.optimize(lambda x: 0.5 * float(np.sum(fun(np.asarray(x)) ** 2)))
     xb = np.asarray(es.result.xbest, dtype=float)
     return xb, None, 0.5 * float(np.sum(fun(xb) ** 2))

@@ -220,12 +220,14 @@ class ReplayResult:
 
 
 def set_log_state(sim, log, row, qidx, vidx, object_v=None):
-    """Put ``sim`` in the logged state of ``row``: controlled joints' q and v (mimic joints follow their leader),
-    the logged objects' poses (velocities ``object_v[body][row]``, else 0) and the time; other DOFs keep their
-    positions, at rest."""
+    """Put ``sim`` in the logged state of ``row``: controlled joints' q (within the model's position limits: a noisy
+    reading past a limit would start the near-rigid limit constraint with an impulse no step size resolves) and v
+    (mimic joints follow their leader), the logged objects' poses (velocities ``object_v[body][row]``, else 0) and
+    the time; other DOFs keep their positions, at rest."""
     system = sim.system
+    m = system.model
     q, v = sim.q, np.zeros(system.nv)
-    q[qidx] = log.q[row]
+    q[qidx] = np.clip(log.q[row], m.lowerPositionLimit[qidx], m.upperPositionLimit[qidx])
     v[vidx] = log.v[row]
     controlled = set(qidx.tolist())
     for q0, q1, v0, v1, r, off in zip(system.coupler_q0, system.coupler_q1, system.coupler_v0, system.coupler_v1,

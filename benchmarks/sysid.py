@@ -17,7 +17,7 @@ The robots and their logs (CenicFranka-v0, 20 Hz set-points, the log format of `
 - ``effort``: steps of ±0.35 rad on every arm joint every 0.6 s (the wrist joints' 12 N m limits saturate), 6 s.
   The robot: effort limits × 0.6, K_p × 1.2, its commands 2 periods late. Fitted: effort_scale, kp_scale, the delay.
 - ``object``: a program that reads the robot's state: push the box ~10 cm along the table with the closed gripper,
-  press down on its top (a target 1.2 cm into it), then grasp, lift 15 cm, hold 1 s and put it down, 17 s. The
+  press down on its top (a target 1.2 cm into it), then grasp, lift 15 cm, hold 3 s and put it down, 19 s. The
   robot: box mass 0.55 kg (the model: 0.4), box friction coefficient 0.7 (1.0), box contact stiffness 6e4 N/m (1e5).
   Fitted: those three and the delay (0 or 1).
 - ``mujoco`` / ``drake`` (or ``mujoco-arm``, ``drake-object``, ...): the arm's excitation and the object program
@@ -147,7 +147,7 @@ class ObjectProgram:
             (1.0, pc.FINGER_OPEN, lambda p: np.array([p[0], p[1], 0.5 * top + 0.02])),
             (0.8, 0.0, lambda p: np.array([p[0], p[1], 0.5 * top + 0.02])),  # close on the box
             (1.5, 0.0, lambda p: np.array([p[0], p[1], 0.5 * top + 0.17])),  # lift 15 cm
-            (1.0, 0.0, lambda p: np.array([p[0], p[1], 0.5 * top + 0.17])),
+            (3.0, 0.0, lambda p: np.array([p[0], p[1], 0.5 * top + 0.17])),  # held: the payload's sag
             (1.5, 0.0, lambda p: np.array([p[0], p[1], 0.5 * top + 0.025])),
         ]
 

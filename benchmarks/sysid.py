@@ -311,11 +311,10 @@ def closed_loop(records, out, steps=150_000, seed=2, episodes=50):
              f"fitted from its noisy arm log (case `loop` above) to "
              + ", ".join(f"`{p.name}` = {p.value:.4g}" for p in r.parameters) + f", delay {r.delay}. The env's DAgger "
              f"recipe (seed {seed}, {steps} env steps) trained against each model, evaluated on the robot over "
-             f"{episodes} held-out seeds (10000…), network alone:", "",
-             "| trained against | train wall [s] | success on the robot |", "|---|---|---|"]
-    for label in ("nominal", "fitted"):
-        lines.append(f"| {label} model | {rows[label]['train_wall_s']:.0f} | {rows[label]['robot_success']:.2f} |")
-    lines.append(f"| (the teacher, CartesianExpert, reading the robot's state) | – | {rows['teacher']['robot_success']:.2f} |")
+             f"{episodes} held-out seeds (10000…), network alone: success on the robot "
+             + ", ".join(f"{label}-trained {rows[label]['robot_success']:.2f} ({rows[label]['train_wall_s']:.0f} s "
+                         "training)" for label in ("nominal", "fitted"))
+             + f"; the teacher (CartesianExpert, reading the robot's state) {rows['teacher']['robot_success']:.2f}."]
     return dict(rows=rows, lines=lines)
 
 

@@ -68,6 +68,9 @@ KINDS = {
 }
 
 
+SCALED = {"kp_scale": "kp", "kd_scale": "kd", "effort_scale": "effort_limit"}  # scale kind -> controller attribute
+
+
 def controlled_joints(sim):
     """[(short joint name, v index, the JointController, its entry)] of ``sim``'s joint controllers, in order."""
     m = sim.system.model
@@ -131,20 +134,12 @@ class Parameter:
     def set(self, sim, value):
         """Set (or, for a scale, multiply by) ``value`` in ``sim``, from its next step on."""
         x = self.check(value)
-        if self.kind in ("kp_scale", "kd_scale", "effort_scale"):
+        if self.kind in SCALED:  # × the controllers' current gains or limits on these joints
+            attr = SCALED[self.kind]
             for s, k in _controller_entries(sim, self.dofs):
-                if self.kind == "kp_scale":
-                    kp = s.kp.copy()
-                    kp[k] *= x
-                    s.set_gains(kp=kp)
-                elif self.kind == "kd_scale":
-                    kd = s.kd.copy()
-                    kd[k] *= x
-                    s.set_gains(kd=kd)
-                else:
-                    e = s.effort_limit.copy()
-                    e[k] *= x
-                    s.set_gains(effort_limit=e)
+                values = getattr(s, attr).copy()
+                values[k] *= x
+                s.set_gains(**{attr: values})
         elif self.kind == "friction":
             s, k = _friction_entry(sim, self)
             f = s.friction.copy()
@@ -211,12 +206,6 @@ def resolve(sim, name):
         if rest not in names:
             raise ValueError(f"parameter {name!r}: no geometry named {rest!r}; geometries: {names}")
     return Parameter(name, kind, target=rest)
-
-
-def apply(sim, values):
-    """Set every ``{name: value}`` of ``values`` in ``sim`` (:meth:`Parameter.set`, in the dict's order)."""
-    for name, value in values.items():
-        resolve(sim, name).set(sim, value)
 
 
 def needs_friction(names):

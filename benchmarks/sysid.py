@@ -297,7 +297,7 @@ def closed_loop(records, out, steps=150_000, seed=2, episodes=50):
     for label, kw in (("nominal", {}), ("fitted", fitted)):
         w0 = time.perf_counter()
         ckpt = train(ENV, "dagger", seed=seed, steps=steps, out=Path(out) / label, progress=False,
-                     overrides={"env_kwargs": kw} if kw else None)
+                     hyperparams={"env_kwargs": kw} if kw else None)
         rows[label] = dict(train_wall_s=time.perf_counter() - w0, checkpoint=str(ckpt), env_kwargs=kw)
         print(f"  [loop] trained against the {label} model in {rows[label]['train_wall_s']:.0f} s", flush=True)
     robot = make_env(ENV, **base, physics=LOOP_TRUE)

@@ -68,7 +68,7 @@ def _actor_params(path):
 
 
 def test_dagger_fits_checkpoints_resumes_bit_for_bit_and_exports(tmp_path):
-    full = train("CenicFranka-v0", "dagger", steps=180, out=tmp_path / "full", overrides=SMALL, progress=False)
+    full = train("CenicFranka-v0", "dagger", steps=180, out=tmp_path / "full", hyperparams=SMALL, progress=False)
     run = tmp_path / "full"
     names = sorted(p.name for p in (run / "checkpoints").iterdir())
     assert names == ["dagger_model_120_steps.json", "dagger_model_120_steps.npz", "model_120_steps.zip",
@@ -92,7 +92,7 @@ def test_dagger_fits_checkpoints_resumes_bit_for_bit_and_exports(tmp_path):
     assert np.mean((fitted - data["act"]) ** 2) < 0.5 * np.mean(data["act"] ** 2)
 
     # a run resumed from the 120-step checkpoint ends with the same network, bit for bit
-    resumed = train("CenicFranka-v0", "dagger", steps=180, out=tmp_path / "resumed", overrides=SMALL,
+    resumed = train("CenicFranka-v0", "dagger", steps=180, out=tmp_path / "resumed", hyperparams=SMALL,
                     progress=False, resume=str(run / "checkpoints" / "model_120_steps.zip"))
     for a, b in zip(_actor_params(full), _actor_params(resumed)):
         np.testing.assert_array_equal(a, b)
@@ -113,16 +113,16 @@ def test_dart_noise_moves_the_executed_actions_not_the_labels_and_resumes_bit_fo
     # the teacher's clean action at each visited state
     teacher_only = dict(SMALL, checkpoint_every=60, dagger=dict(SMALL["dagger"], beta_decay=1.0))
     noisy = dict(teacher_only, dagger=dict(teacher_only["dagger"], noise=0.3))
-    clean = np.load(train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "clean", overrides=teacher_only,
+    clean = np.load(train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "clean", hyperparams=teacher_only,
                           progress=False).with_name("dagger_model.npz"))
-    full = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "noisy", overrides=noisy, progress=False)
+    full = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "noisy", hyperparams=noisy, progress=False)
     data = np.load(full.with_name("dagger_model.npz"))
     # the same start and the same first label (the clean action, not the executed one); the noisy execution leads
     # to another second state
     np.testing.assert_array_equal(data["obs"][0], clean["obs"][0])
     np.testing.assert_array_equal(data["act"][0], clean["act"][0])
     assert np.abs(data["obs"][1] - clean["obs"][1]).max() > 1e-4
-    resumed = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "resumed", overrides=noisy, progress=False,
+    resumed = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "resumed", hyperparams=noisy, progress=False,
                     resume=str(tmp_path / "noisy" / "checkpoints" / "model_60_steps.zip"))
     np.testing.assert_array_equal(np.load(resumed.with_name("dagger_model.npz"))["act"], data["act"])
     for a, b in zip(_actor_params(full), _actor_params(resumed)):
@@ -136,9 +136,9 @@ def test_polish_anneals_only_the_last_fit_and_resumes_bit_for_bit(tmp_path):
     teacher_only = dict(SMALL, checkpoint_every=60, dagger=dict(SMALL["dagger"], beta_decay=1.0))
     polished = dict(teacher_only, dagger=dict(teacher_only["dagger"],
                                               polish=dict(gradient_steps=300, batch_size=64, lr_end=1e-5)))
-    plain = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "plain", overrides=teacher_only,
+    plain = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "plain", hyperparams=teacher_only,
                   progress=False)
-    full = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "polished", overrides=polished, progress=False)
+    full = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "polished", hyperparams=polished, progress=False)
     first = "checkpoints/model_60_steps.zip"
     for a, b in zip(_actor_params(tmp_path / "plain" / first), _actor_params(tmp_path / "polished" / first)):
         np.testing.assert_array_equal(a, b)
@@ -155,7 +155,7 @@ def test_polish_anneals_only_the_last_fit_and_resumes_bit_for_bit(tmp_path):
     model, _ = load_sb3(full)
     assert [g["lr"] for g in model.actor.optimizer.param_groups] == [get_config("CenicFranka-v0", "dagger")["dagger"]
                                                                      ["learning_rate"]]
-    resumed = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "resumed", overrides=polished,
+    resumed = train("CenicFranka-v0", "dagger", steps=120, out=tmp_path / "resumed", hyperparams=polished,
                     progress=False, resume=str(tmp_path / "polished" / first))
     for a, b in zip(_actor_params(full), _actor_params(resumed)):
         np.testing.assert_array_equal(a, b)

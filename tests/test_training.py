@@ -25,30 +25,30 @@ def _tb_events(folder):
 def test_sb3_ppo_smoke(ray_local, tmp_path):
     over = dict(eval_every=1024, checkpoint_every=1024, eval_episodes=1, env_kwargs=SHORT,
                 sb3=dict(n_steps=256, batch_size=128, n_epochs=2))
-    path = train("CenicFranka-v0", "ppo", "sb3", steps=2048, workers=1, num_envs=2, out=tmp_path, overrides=over,
+    path = train("CenicFranka-v0", "ppo", "sb3", steps=2048, workers=1, num_envs=2, out=tmp_path, hyperparams=over,
                  progress=False)
     assert path.is_file() and (tmp_path / "run.json").is_file() and _tb_events(tmp_path / "tb")
     names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
-    assert names == ["model_1024_steps.zip", "model_2048_steps.zip", "model_vecnormalize_1024_steps.pkl",
-                     "model_vecnormalize_2048_steps.pkl"]  # the PPO config normalizes observations
+    # between two rollouts (the last one ends the run: model.zip); the PPO config normalizes observations
+    assert names == ["model_1024_steps.run.pkl", "model_1024_steps.zip", "model_vecnormalize_1024_steps.pkl"]
     assert (tmp_path / "model.vecnormalize.pkl").is_file()  # <stem>.vecnormalize.pkl, as cenic_gym.sim2real reads
     ev = np.load(tmp_path / "eval" / "evaluations.npz")
     assert list(ev["timesteps"]) == [1024, 2048] and np.all(np.isfinite(ev["results"]))
     result = evaluate(path, episodes=2)
     assert len(result.returns) == 2 and all(math.isfinite(r) for r in result.returns)
     assert result.lengths == [50, 50] and 0.0 <= result.success_rate <= 1.0
-    # resume from a checkpoint: the step counter continues
+    # resume from a checkpoint: the step counter continues to the run's total
     from stable_baselines3 import PPO
 
-    again = train("CenicFranka-v0", "ppo", "sb3", steps=512, workers=1, num_envs=2, out=tmp_path / "resumed",
-                  overrides=over, resume=str(tmp_path / "checkpoints" / "model_1024_steps.zip"), progress=False)
+    again = train("CenicFranka-v0", "ppo", "sb3", steps=1536, workers=1, num_envs=2, out=tmp_path / "resumed",
+                  hyperparams=over, resume=str(tmp_path / "checkpoints" / "model_1024_steps.zip"), progress=False)
     assert PPO.load(again).num_timesteps == 1024 + 512
 
 
 def test_sb3_sac_her_smoke(ray_local, tmp_path):
     over = dict(eval_every=200, checkpoint_every=200, eval_episodes=1, sb3=dict(learning_starts=100, batch_size=64))
     path = train("CenicFrankaGoal-v0", "sac", "sb3", steps=400, workers=1, num_envs=1, out=tmp_path,
-                 overrides=over, progress=False)
+                 hyperparams=over, progress=False)
     assert get_config("CenicFrankaGoal-v0", "sac")["env_kwargs"]["task"] == "reach"
     ev = np.load(tmp_path / "eval" / "evaluations.npz")
     assert np.all(np.isfinite(ev["results"])) and ev["successes"].shape == (2, 1)
@@ -60,13 +60,13 @@ def test_rllib_ppo_smoke(ray_local, tmp_path):
     over = dict(eval_every=500, checkpoint_every=500, eval_episodes=1, env_kwargs=SHORT,
                 rllib=dict(train_batch_size_per_learner=500, minibatch_size=125, num_epochs=2))
     path = train("CenicFranka-v0", "ppo", "rllib", steps=1000, workers=1, num_envs=2, out=tmp_path,
-                 overrides=over, progress=False)
+                 hyperparams=over, progress=False)
     assert (path / "rllib_checkpoint.json").is_file() and _tb_events(tmp_path / "tb")
     assert len(list((tmp_path / "checkpoints").iterdir())) == 2
     result = evaluate(path, episodes=2)
     assert all(math.isfinite(r) for r in result.returns) and result.lengths == [50, 50]
     again = train("CenicFranka-v0", "ppo", "rllib", steps=500, workers=1, num_envs=2, out=tmp_path / "resumed",
-                  overrides=over, resume=str(path), progress=False)
+                  hyperparams=over, resume=str(path), progress=False)
     assert math.isfinite(evaluate(again, episodes=1).mean_return)
 
 
@@ -82,7 +82,20 @@ def test_cli_list_and_bench(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["train", "Nope-v0"], "argument ENV: invalid choice: 'Nope-v0' (choose from 'CenicAllegro-v0'"),
     (["train", "CenicFranka-v0", "--algo", "dqn"], "argument --algo: invalid choice: 'dqn' (choose from 'ppo', "
-                                                   "'sac', 'dagger')"),
+                                                   "'sac', 'dagger', 'tqc', 'crossq', 'droq', 'sbx_sac', "
+                                                   "'sbx_crossq')"),
+    (["train", "CenicFranka-v0", "--algo", "sac", "--hyperparams", "gama=0.9"], "unknown hyperparameter 'gama': "
+                                                                               "not a config entry"),
+    (["train", "CenicFranka-v0", "--algo", "sac", "--hyperparams", "gamma"], "hyperparameter 'gamma' is not "
+                                                                            "KEY=VALUE"),
+    (["train", "CenicFranka-v0", "--env-kwargs", "[1]"], "argument --env-kwargs: a JSON object of env options is "
+                                                         "needed, got '[1]'"),
+    (["train", "CenicFranka-v0", "--env-kwargs", "{accuracy: 1}"], "argument --env-kwargs: not JSON"),
+    (["train", "CenicFranka-v0", "--algo", "sac", "--env-kwargs", '{"accuracy": -1}'], "env options"),
+    (["train", "CenicFranka-v0", "--algo", "ppo", "--init", "training/policies/CenicFranka-v0"],
+     "argument --init: fine-tuning runs sac, tqc, got --algo ppo"),
+    (["train", "CenicFranka-v0", "--algo", "sac", "--init", "no/such/policy"], "--init 'no/such/policy': no SB3 "
+                                                                               "model there"),
     (["train", "CenicFranka-v0", "--backend", "jax"], "argument --backend: invalid choice: 'jax' (choose from "
                                                       "'sb3', 'rllib')"),
     (["train", "CenicFranka-v0", "--backend", "rllib", "--algo", "sac"], "rllib trains ppo only"),
@@ -103,14 +116,16 @@ def test_train_api_errors(tmp_path):
     (tmp_path / "not_a_run").mkdir()
     with pytest.raises(ValueError, match=r"unknown env 'Nope-v0'; choose one of \['CenicAllegro-v0'"):
         train("Nope-v0")
-    with pytest.raises(ValueError, match=r"unknown algo 'dqn'; choose one of \['ppo', 'sac', 'dagger'\]"):
+    with pytest.raises(ValueError, match=r"unknown algo 'dqn'; choose one of \['ppo', 'sac', 'dagger', 'tqc', "
+                                         r"'crossq', 'droq', 'sbx_sac', 'sbx_crossq'\]"):
         train("CenicFranka-v0", "dqn")
     with pytest.raises(ValueError, match=r"unknown backend 'jax'; choose one of \['sb3', 'rllib'\]"):
         train("CenicFranka-v0", "ppo", "jax")
     with pytest.raises(ValueError, match=r"the rllib backend trains ppo only"):
         train("CenicFranka-v0", "sac", "rllib", out=tmp_path)
-    with pytest.raises(ValueError, match=r"unknown config entry 'lr'"):
-        train("CenicFranka-v0", overrides={"lr": 1.0})
+    with pytest.raises(ValueError, match=r"unknown hyperparameter 'lr': not a config entry .* nor a keyword argument "
+                                         r"of stable_baselines3:PPO"):
+        train("CenicFranka-v0", hyperparams={"lr": 1.0})
     with pytest.raises(FileNotFoundError, match=r"no run.json beside or above"):
         evaluate(tmp_path / "not_a_run")
 

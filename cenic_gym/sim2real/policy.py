@@ -196,7 +196,7 @@ DEFAULT_SCRIPTED_ENV = {"scripted": "CenicFranka-v0", "trot": "CenicQuadruped-v0
 
 
 def load_sb3(path):
-    """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, A2C, SAC, TD3, DDPG, with or without HER: the
+    """(model, vecnormalize or None) of an SB3 ``.zip`` (PPO, A2C, SAC, TD3, DDPG, TQC, with or without HER: the
     algorithm is read from the file's policy class); the ``VecNormalize`` statistics are loaded from
     ``<stem>.vecnormalize.pkl`` beside it, or from SB3's ``model_vecnormalize_<n>_steps.pkl`` beside a checkpoint
     ``model_<n>_steps.zip``, when present."""
@@ -219,12 +219,15 @@ def load_sb3(path):
         algo = sb3.TD3  # DDPG shares TD3's policy: loading it as TD3 gives the same actions
     elif module == "stable_baselines3.common.policies":
         algo = sb3.PPO if "clip_range" in data else sb3.A2C
+    elif module.startswith("sb3_contrib.tqc"):  # TQC's actor is SAC's: the same actions once loaded
+        from sb3_contrib import TQC as algo
     else:
-        raise ValueError(f"{str(path)!r}: unsupported SB3 policy class from {module!r} (PPO, A2C, SAC, TD3, DDPG)")
+        raise ValueError(f"{str(path)!r}: unsupported SB3 policy class from {module!r} (PPO, A2C, SAC, TD3, DDPG, "
+                         "TQC)")
     # an off-policy model trained with HER cannot be loaded without its env (SB3 asserts one for HerReplayBuffer):
     # evaluation needs no replay buffer, so load it with a one-transition default buffer instead
-    custom = dict(replay_buffer_class=None, replay_buffer_kwargs={}, buffer_size=1) if algo in (sb3.SAC, sb3.TD3) \
-        else None
+    custom = dict(replay_buffer_class=None, replay_buffer_kwargs={}, buffer_size=1) \
+        if algo not in (sb3.PPO, sb3.A2C) else None
     model = algo.load(str(path), device="cpu", custom_objects=custom)
     from ..train.common import normalizer_path  # beside a final model.zip, or SB3's name for a checkpoint's
 

@@ -1,7 +1,8 @@
 """``cenic-gym`` subcommands for envs and training: ``list``, ``train``, ``eval``, ``bench``.
 
     cenic-gym list                          registered envs, one line each
-    cenic-gym train ENV [--algo ppo|sac|dagger] [--backend sb3|rllib] [--workers N] [--steps N] [--out DIR] [--resume CKPT]
+    cenic-gym train ENV [--algo A] [--backend sb3|rllib] [--workers N] [--steps N] [--out DIR] [--resume CKPT]
+        [--env-kwargs JSON] [--hyperparams KEY=VALUE ...] [--init POLICY]
     cenic-gym eval CHECKPOINT [--episodes N]   plain episode evaluation of a training checkpoint
     cenic-gym bench ENV [--steps N]         env steps/s with random actions, in this process, one thread
 
@@ -18,7 +19,8 @@ from pathlib import Path
 import gymnasium as gym
 
 from ..argtypes import integer_at_least
-from .configs import ALGOS, BACKENDS, CONFIGS, DEFAULT_ALGOS, default_algo
+from .configs import ALGOS, BACKENDS, CONFIGS, DEFAULT_ALGOS, RecipeError, default_algo
+from .finetune import INIT_ALGOS
 
 
 def cenic_ids():
@@ -59,6 +61,19 @@ def bench(env_id, steps=200, seed=0, env_kwargs=None):
                 wall_s=wall)
 
 
+def json_dict(text):
+    """``--env-kwargs``: a JSON object."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"a JSON object of env options is needed, got {text!r}")
+    return value
+
+
 def _list(a):
     for env_id in cenic_ids():
         print(describe(env_id))
@@ -77,9 +92,15 @@ def _train(a):
         a.parser.error(f"argument --backend: rllib trains ppo only, got --algo {a.algo}; use --backend sb3 for sac")
     if a.address is not None:
         ensure_ray(a.address)
+    if a.init is not None and a.algo not in INIT_ALGOS:
+        a.parser.error(f"argument --init: fine-tuning runs {', '.join(INIT_ALGOS)}, got --algo {a.algo}")
     out = a.out or f"runs/{a.env}_{a.algo}_{a.backend}"
-    path = train(a.env, a.algo, a.backend, steps=a.steps, workers=a.workers, num_envs=a.num_envs, out=out,
-                 seed=a.seed, resume=a.resume, progress=not a.no_progress, verbose=a.verbose)
+    try:
+        path = train(a.env, a.algo, a.backend, steps=a.steps, workers=a.workers, num_envs=a.num_envs, out=out,
+                     seed=a.seed, resume=a.resume, progress=not a.no_progress, verbose=a.verbose,
+                     env_kwargs=a.env_kwargs, hyperparams=a.hyperparams, init=a.init)
+    except RecipeError as e:
+        a.parser.error(str(e))
     print(f"final checkpoint: {path}")
     print(f"TensorBoard: tensorboard --logdir {Path(out) / 'tb'}")
     return 0
@@ -108,7 +129,7 @@ def add_subcommands(sub):
     p = sub.add_parser("list", help="list the registered envs, one line each")
     p.set_defaults(func=_list, parser=p)
 
-    p = sub.add_parser("train", help="train a policy (SB3 PPO/SAC or RLlib PPO)",
+    p = sub.add_parser("train", help="train a policy (PPO, SAC, TQC, CrossQ, DroQ, DAgger; SB3, SBX or RLlib)",
                        description="Train with the per-env config of cenic_gym/train/configs.py; writes run.json, "
                                    "TensorBoard logs (tb/), checkpoints, evaluations and the final model to --out.")
     p.add_argument("env", choices=sorted(CONFIGS), metavar="ENV", help=f"one of {', '.join(sorted(CONFIGS))}")
@@ -122,7 +143,16 @@ def add_subcommands(sub):
     p.add_argument("--num-envs", type=integer_at_least(1), default=None, help="sub-envs (default: the config's)")
     p.add_argument("--out", default=None, help="run folder (default: runs/ENV_ALGO_BACKEND)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from a checkpoint of this run")
+    p.add_argument("--resume", default=None, metavar="CHECKPOINT",
+                   help="continue from a checkpoint of this run (checkpoints/model_<n>_steps.zip); --steps counts all")
+    p.add_argument("--env-kwargs", type=json_dict, default=None, metavar="JSON",
+                   help='env options for training and evaluation, on top of the recipe\'s, e.g. \'{"accuracy": 1e-2}\'')
+    p.add_argument("--hyperparams", nargs="+", default=None, metavar="KEY=VALUE",
+                   help="recipe entries to change: a config entry (steps=..., eval_every=...), a dotted path "
+                        "(sb3.policy_kwargs.net_arch=[64,64], init.std=0.2) or a keyword of the algorithm (gamma=0.99)")
+    p.add_argument("--init", default=None, metavar="POLICY",
+                   help=f"fine-tune: start from a shipped policy's actor and normalization (a folder such as "
+                        f"training/policies/ENV, or a model.zip); --algo {' or '.join(INIT_ALGOS)}")
     p.add_argument("--address", default=None, help="Ray cluster to join (ray.init(address=...)), e.g. auto")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2))

@@ -31,6 +31,8 @@ class RunSpec:
     workers: int = 0
     num_envs: int = 1
     train_env_kwargs: dict = field(default_factory=dict)  # training envs only, on top of env_kwargs
+    init: str | None = None  # the policy a fine-tuning run started from (``--init``), else None
+    recipe: dict = field(default_factory=dict)  # the resolved config the run trained with (--hyperparams applied)
 
     def training_env_kwargs(self) -> dict:
         """``gym.make`` kwargs of the training envs (evaluation uses ``env_kwargs`` alone)."""
@@ -97,13 +99,24 @@ class EvalResult:
     """Plain evaluation: ``returns`` and ``lengths`` per episode, ``successes`` (:func:`cenic_gym.env.
     episode_success`), ``terms``: per episode, the sum of each reward term the env reports as
     ``info["reward/<name>"]`` (``{}`` for envs that report none), ``goals``: per episode, the goals reached
-    (``info["successes"]``) of a task that counts them, else None."""
+    (``info["successes"]``) of a task that counts them, else None; ``success_steps``: per successful episode, the
+    env steps until the success it ended with began (the first step from which ``info["is_success"]`` held to the
+    end: the episode's length for a task that ends on success; for a task that counts goals, the step of the
+    first), None for the others."""
 
     returns: list
     lengths: list
     successes: list
     terms: list = field(default_factory=list)
     goals: list = field(default_factory=list)
+    success_steps: list = field(default_factory=list)
+    terminated: list = field(default_factory=list)  # per episode: the task ended it (a fall, a drop), not the clock
+
+    @property
+    def median_success_steps(self):
+        """Median env steps to success over the successful episodes (None if none succeeded)."""
+        steps = [n for n in self.success_steps if n is not None]
+        return float(np.median(steps)) if steps else None
 
     @property
     def mean_goals(self):
@@ -130,19 +143,26 @@ class EvalResult:
                 f"success rate {self.success_rate:.2f}{goals}, length {float(np.mean(self.lengths)):.1f}")
 
 
-def run_episodes(policy: Callable, make_env: Callable[[], gym.Env], episodes: int, seed: int = 0) -> EvalResult:
-    """Run ``episodes`` episodes of ``policy(obs) -> action`` in one env (seeds ``seed``, ``seed + 1``, ...)."""
+def run_episodes(policy: Callable, make_env: Callable[[], gym.Env], episodes: int, seed: int = 0,
+                 close: bool = True, on_reset: Callable[[gym.Env], None] | None = None) -> EvalResult:
+    """Run ``episodes`` episodes of ``policy(obs) -> action`` in one env (seeds ``seed``, ``seed + 1``, ...); the
+    env is closed afterwards unless ``close`` is False (an env kept for the next call); ``on_reset(env)`` is called
+    after every reset (a scripted teacher that keeps per-episode state resets there)."""
     check_positive_int("episodes", episodes)
     env = make_env()
-    returns, lengths, successes, terms, goals = [], [], [], [], []
+    returns, lengths, successes, terms, goals, success_steps, terminated = [], [], [], [], [], [], []
     try:
         for k in range(episodes):
             obs, info = env.reset(seed=seed + k)
-            total, n, done, sums, reached = 0.0, 0, False, {}, None
+            if on_reset is not None:
+                on_reset(env)
+            total, n, done, sums, reached, since, first_goal = 0.0, 0, False, {}, None, None, None
             while not done:
-                obs, r, terminated, truncated, info = env.step(policy(obs))
-                total, n, done = total + float(r), n + 1, terminated or truncated
+                obs, r, ended, truncated, info = env.step(policy(obs))
+                total, n, done = total + float(r), n + 1, ended or truncated
+                since = (since or n) if info.get("is_success", False) else None
                 reached = info.get("successes", reached)
+                first_goal = first_goal or (n if reached else None)
                 for key, value in info.items():
                     if key.startswith("reward/"):
                         sums[key[7:]] = sums.get(key[7:], 0.0) + float(value)
@@ -153,6 +173,9 @@ def run_episodes(policy: Callable, make_env: Callable[[], gym.Env], episodes: in
             successes.append(episode_success(info, reached))
             terms.append(sums)
             goals.append(reached)
+            success_steps.append(None if not successes[-1] else first_goal if reached is not None else since)
+            terminated.append(bool(ended))
     finally:
-        env.close()
-    return EvalResult(returns, lengths, successes, terms, goals)
+        if close:
+            env.close()
+    return EvalResult(returns, lengths, successes, terms, goals, success_steps, terminated)

@@ -12,13 +12,24 @@
 - ``normalize``: SB3 observation normalization (``VecNormalize``, running mean / std; saved beside each checkpoint);
 - ``sb3``: keyword arguments of the SB3 algorithm (``policy_kwargs`` included; ``her`` adds SB3's
   ``HerReplayBuffer`` with these arguments, for goal-conditioned envs with SAC);
-- ``rllib``: arguments of ``PPOConfig.training`` (PPO only).
+- ``rllib``: arguments of ``PPOConfig.training`` (PPO only);
+- ``init`` (runs started from a policy, ``cenic-gym train --init``; :mod:`cenic_gym.train.finetune`): ``std``, the
+  actor's starting exploration noise (the cloned actors were fitted by their mean only), ``critic_warmup``, learner
+  updates of the critic alone before the actor moves, ``learning_starts``, env steps the loaded actor plays before
+  any update.
+
+``LEARNERS[algo]`` names the class that runs a recipe ("module:Class", all with Stable-Baselines3's API:
+stable-baselines3, sb3-contrib, SBX). ``cenic-gym train --hyperparams KEY=VALUE`` changes any entry
+(:func:`apply_hyperparams`).
 
 Numbers follow the SB3 zoo / Playground defaults for similar tasks, sized for a 2-core machine.
 """
 from __future__ import annotations
 
+import ast
 import copy
+import importlib
+import inspect
 
 _PPO = dict(
     num_envs=4, steps=200_000, train_env_kwargs={}, eval_every=20_000, eval_episodes=5, checkpoint_every=20_000, normalize=True,
@@ -27,11 +38,51 @@ _PPO = dict(
     rllib=dict(lr=3e-4, gamma=0.98, lambda_=0.95, clip_param=0.2, num_epochs=10, minibatch_size=256,
                train_batch_size_per_learner=1024),
 )
+# --init (cenic_gym.train.finetune): exploration noise 0.1 on every action (a cloned actor's noise head was never
+# fitted), 5 000 env steps of the loaded actor before any update, then 5 000 updates of the critic alone, then SAC
+# with the actor pulled towards the shipped one (weight 1 on the mean squared action difference)
+_INIT = dict(std=0.1, critic_warmup=5_000, learning_starts=5_000, prior_weight=1.0)
 _SAC = dict(
     num_envs=1, steps=50_000, train_env_kwargs={}, eval_every=5_000, eval_episodes=10, checkpoint_every=10_000, normalize=False,
     sb3=dict(learning_rate=1e-3, buffer_size=1_000_000, batch_size=256, learning_starts=1_000, gamma=0.95,
              tau=0.05, train_freq=1, gradient_steps=1, policy_kwargs=dict(net_arch=[256, 256])),
+    init=_INIT,
 )
+
+# The off-policy learners beside SAC, as changes to an env's SAC recipe (their classes: LEARNERS):
+# - TQC (Kuznetsov et al. 2020, sb3-contrib): SAC with distributional critics, the top quantiles of each dropped;
+# - CrossQ (Bhatt et al. 2024, sb3-contrib): SAC without target networks (no tau), batch-renormalized critics, one
+#   update per sample, the actor every 3rd; critics [256, 256], not the paper's wide ones: with [1024, 1024] a
+#   learner update takes 5.7x longer on one core of this CPU (9 against 51 per second, batch 256; SB3 SAC 69,
+#   SBX SAC 119: benchmarks/learning_reward.py --learners);
+# - DroQ ("A Walk in the Park", Smith et al. 2022; SBX's SAC): 20 updates per sample, critics with LayerNorm and
+#   dropout 0.01, the actor and the entropy every 20th update;
+# - sbx_sac / sbx_crossq: SAC / CrossQ in JAX (SBX), the recipes of their torch twins.
+OFF_POLICY = dict(
+    tqc=dict(drop=(), add=dict(top_quantiles_to_drop_per_net=2)),
+    crossq=dict(drop=("tau",), add=dict(policy_delay=3, policy_kwargs=dict(net_arch=dict(pi=[256, 256],
+                                                                                       qf=[256, 256])))),
+    droq=dict(drop=(), add=dict(gradient_steps=20, policy_delay=20,
+                                policy_kwargs=dict(net_arch=[256, 256], dropout_rate=0.01, layer_norm=True))),
+    sbx_sac=dict(drop=(), add={}),
+    sbx_crossq=dict(drop=("tau",), add=dict(policy_delay=3, policy_kwargs=dict(net_arch=dict(pi=[256, 256],
+                                                                                           qf=[256, 256])))),
+)
+LEARNERS = dict(ppo="stable_baselines3:PPO", sac="stable_baselines3:SAC", dagger="stable_baselines3:SAC",
+                tqc="sb3_contrib:TQC", crossq="sb3_contrib:CrossQ", droq="sbx:SAC", sbx_sac="sbx:SAC",
+                sbx_crossq="sbx:CrossQ")
+
+
+def off_policy(sac_recipe: dict) -> dict:
+    """An env's recipes for the off-policy learners beside its SAC (``OFF_POLICY``): ``sac_recipe`` with each
+    learner's changes to the algorithm's arguments (the env options, budget, evaluation, normalization and every
+    shared argument kept)."""
+    recipes = {}
+    for algo, change in OFF_POLICY.items():
+        kwargs = {k: v for k, v in copy.deepcopy(sac_recipe["sb3"]).items() if k not in change["drop"]}
+        recipes[algo] = {**copy.deepcopy(sac_recipe), "sb3": {**kwargs, **copy.deepcopy(change["add"])}}
+    return recipes
+
 
 # PPO over Ray workers: 32 envs x 64 steps = 2048 env steps per update; with 2 workers that is 16 envs per actor, which
 # makes Ray's per-call cost and the driver's policy inference per env step a quarter of 8 envs x 256 steps
@@ -127,11 +178,25 @@ ALLEGRO_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs=dict(goal="z"), train_env_kw
                                   episodes_per_round=20, gradient_steps=500, beta_decay=1.0, noise=0.2,
                                   polish=dict(gradient_steps=20_000, batch_size=1024, lr_end=1e-5)))
 
+# The Go1 joystick by off-policy RL on the task's reward through the gait action mode (no teacher, no
+# demonstrations): the task's commands, starts, 1000-step episodes, reward and ε for training and evaluation alike.
+# The reward is small per step (at most 0.03: Playground's weights per second × 0.02 s), so the entropy weight starts
+# at 0.01, not SAC's 1 (which would pay randomness ~500× more than tracking at first). Fine-tuning (``--init
+# training/policies/CenicQuadruped-v0``, the DAgger actor): _INIT.
+QUADRUPED_SAC = dict(_SAC, env_kwargs=dict(action_type="gait"), steps=500_000, eval_every=25_000, eval_episodes=10,
+                     checkpoint_every=25_000, normalize=True,
+                     sb3=dict(_SAC["sb3"], learning_rate=3e-4, gamma=0.99, tau=0.005, learning_starts=5_000,
+                              ent_coef="auto_0.01"))
+
+ALLEGRO_SAC = dict(_SAC, env_kwargs={}, sb3=dict(_SAC["sb3"], gamma=0.99))
+SUCTION_SAC = dict(_SAC, env_kwargs={})
+
 CONFIGS: dict[str, dict[str, dict]] = {
     "CenicFranka-v0": {
         "dagger": PICK_PLACE_DAGGER,
         "ppo": PICK_PLACE_PPO,
         "sac": PICK_PLACE_SAC,
+        **off_policy(PICK_PLACE_SAC),
     },
     # reach rung of the goal-conditioned Franka with FetchReach's task definition (REACH above; REACH_TABLE for the
     # harder table-target variant: benchmarks/learning_curve.py --preset table)
@@ -147,22 +212,25 @@ CONFIGS: dict[str, dict[str, dict]] = {
                 "rllib": {**_PPO["rllib"], "gamma": 0.99},
                 "eval_every": 50_000},  # an evaluation is 5 episodes of 1000 steps in the driver
         "dagger": QUADRUPED_DAGGER,
-        "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
+        "sac": QUADRUPED_SAC,
+        **off_policy(QUADRUPED_SAC),
     },
     "CenicAllegro-v0": {
         "dagger": ALLEGRO_DAGGER,
         "ppo": {**_PPO, "env_kwargs": {}, "sb3": {**_PPO["sb3"], "gamma": 0.99}, "rllib": {**_PPO["rllib"],
                                                                                           "gamma": 0.99}},
-        "sac": {**_SAC, "env_kwargs": {}, "sb3": {**_SAC["sb3"], "gamma": 0.99}},
+        "sac": ALLEGRO_SAC,
+        **off_policy(ALLEGRO_SAC),
     },
     "CenicSuction-v0": {
         "dagger": SUCTION_DAGGER,
         "ppo": {**_PPO_WIDE, "env_kwargs": {}},
-        "sac": {**_SAC, "env_kwargs": {}},
+        "sac": SUCTION_SAC,
+        **off_policy(SUCTION_SAC),
     },
 }
 
-ALGOS = ("ppo", "sac", "dagger")
+ALGOS = tuple(LEARNERS)
 # the algo `cenic-gym train ENV` runs when --algo is not given: the env's recipe that learns its task; PPO elsewhere
 DEFAULT_ALGOS = {"CenicFranka-v0": "dagger", "CenicFrankaGoal-v0": "sac", "CenicQuadruped-v0": "dagger",
                  "CenicAllegro-v0": "dagger", "CenicSuction-v0": "dagger"}
@@ -181,3 +249,75 @@ def get_config(env_id: str, algo: str) -> dict:
     if algo not in CONFIGS[env_id]:
         raise ValueError(f"unknown algo {algo!r} for {env_id}; choose one of {sorted(CONFIGS[env_id])}")
     return copy.deepcopy(CONFIGS[env_id][algo])
+
+
+class RecipeError(ValueError):
+    """A run asked for a recipe that cannot be: an unknown hyperparameter, algo or --init (the CLI prints it as a
+    usage error)."""
+
+
+EXTRAS = {"sb3_contrib": "cenic-gym[zoo] (sb3-contrib)", "sbx": "sbx-rl and jax<0.12 (pip install sbx-rl 'jax<0.12')",
+          "stable_baselines3": "cenic-gym[train]"}
+
+
+def learner_class(algo: str):
+    """The class that runs ``algo``'s recipes (``LEARNERS``); ImportError naming what to install if it is absent."""
+    if algo not in LEARNERS:
+        raise RecipeError(f"unknown algo {algo!r}; choose one of {list(LEARNERS)}")
+    module, _, name = LEARNERS[algo].partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as e:
+        raise ImportError(f"algo {algo!r} runs {LEARNERS[algo]}, which needs {EXTRAS[module]}: {e}") from e
+
+
+RUN_ARGS = {"self", "env", "policy", "_init_setup_model", "seed", "tensorboard_log", "verbose", "device"}  # the run's
+
+
+def parse_value(text: str):
+    """A ``--hyperparams`` value: a Python literal (1e-3, [64, 64], {'pi': [64]}, True, None), else the string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def apply_hyperparams(cfg: dict, algo: str, hyperparams) -> dict:
+    """``cfg`` (a recipe, changed in place and returned) with ``hyperparams`` applied: ``"KEY=VALUE"`` strings or a
+    ``{KEY: value}`` dict. KEY is a config entry (``steps``, ``eval_every``, ``normalize``, ``env_kwargs``, …), a
+    dotted path into one (``sb3.policy_kwargs.net_arch``, ``init.std``, ``env_kwargs.accuracy``), or a keyword
+    argument of the learner (``gamma``: short for ``sb3.gamma``); a dict value at a dict entry updates it
+    (``sb3={"n_steps": 256}`` changes n_steps and keeps the rest).
+    A key that is none of these raises ValueError naming it and the choices."""
+    if isinstance(hyperparams, dict):
+        items = list(hyperparams.items())
+    else:
+        items = []
+        for pair in hyperparams:
+            key, sep, text = str(pair).partition("=")
+            if not sep or not key:
+                raise RecipeError(f"hyperparameter {pair!r} is not KEY=VALUE")
+            items.append((key.strip(), parse_value(text.strip())))
+    learner_args = None
+    for key, value in items:
+        path = key.split(".")
+        if path[0] not in cfg:
+            if learner_args is None:
+                learner_args = set(inspect.signature(learner_class(algo).__init__).parameters) - RUN_ARGS
+            if path[0] not in learner_args:
+                raise RecipeError(f"unknown hyperparameter {key!r}: not a config entry ({sorted(cfg)}) nor a keyword "
+                                 f"argument of {LEARNERS[algo]} ({sorted(learner_args)})")
+            path = ["sb3", *path]
+            cfg.setdefault("sb3", {})
+        node = cfg
+        for depth, part in enumerate(path[:-1]):
+            if not isinstance(node.get(part, {}), dict):
+                raise RecipeError(f"hyperparameter {key!r}: {'.'.join(path[:depth + 1])!r} is not a dict")
+            if part not in node and not (depth >= 1 and path[0] == "sb3"):
+                raise RecipeError(f"hyperparameter {key!r}: the recipe has no {'.'.join(path[:depth + 1])!r}")
+            node = node.setdefault(part, {})
+        if isinstance(node.get(path[-1]), dict) and isinstance(value, dict):
+            node[path[-1]].update(copy.deepcopy(value))
+        else:
+            node[path[-1]] = copy.deepcopy(value)
+    return cfg

@@ -139,3 +139,21 @@ def test_cli_train_then_eval(tmp_path, capsys):
     assert cli.main(["eval", str(out / "model.zip"), "--episodes", "1"]) == 0
     text = capsys.readouterr().out
     assert "1 episodes: return" in text and ("success rate 0.00" in text or "success rate 1.00" in text)
+
+
+@pytest.mark.parametrize("algo", ["tqc", "crossq", "droq", "sbx_sac", "sbx_crossq"])
+def test_every_off_policy_learner_trains_evaluates_and_resumes(tmp_path, algo):
+    """Each learner's recipe runs through `train` (a checkpoint, an evaluation, the final model), `evaluate` loads
+    what it saved, and a resume continues the step count with the replay buffer."""
+    pytest.importorskip("sbx" if algo in ("droq", "sbx_sac", "sbx_crossq") else "sb3_contrib")
+    small = ["eval_every=100", "checkpoint_every=100", "eval_episodes=1", "learning_starts=50", "batch_size=32",
+             "env_kwargs.max_episode_steps=50", "sb3.policy_kwargs.net_arch=[32, 32]"]
+    path = train("CenicSuction-v0", algo, steps=150, out=tmp_path, hyperparams=small, progress=False)
+    ev = np.load(tmp_path / "eval" / "evaluations.npz")
+    assert list(ev["timesteps"]) == [100, 150] and np.all(np.isfinite(ev["results"])) and ev["updates"][-1] > 0
+    assert (tmp_path / "checkpoints" / "model_replay_buffer_100_steps.npz").is_file()
+    assert math.isfinite(evaluate(path, episodes=1).mean_return)
+    again = train("CenicSuction-v0", algo, steps=200, out=tmp_path, hyperparams=small, progress=False,
+                  resume=str(tmp_path))
+    ev = np.load(tmp_path / "eval" / "evaluations.npz")
+    assert again.is_file() and list(ev["timesteps"]) == [100, 200]  # the 150-step evaluation came after the checkpoint

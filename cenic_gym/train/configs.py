@@ -189,6 +189,9 @@ QUADRUPED_SAC = dict(_SAC, env_kwargs=dict(action_type="gait"), steps=500_000, e
                               ent_coef="auto_0.01"))
 
 ALLEGRO_SAC = dict(_SAC, env_kwargs={}, sb3=dict(_SAC["sb3"], gamma=0.99))
+REACH_SAC = dict(_SAC, env_kwargs=REACH, normalize=True, steps=20_000, eval_every=2_000,  # the zoo's FetchReach
+                 checkpoint_every=5_000, sb3=dict(_SAC["sb3"], policy_kwargs=dict(net_arch=[64, 64]),
+                                                  her=dict(n_sampled_goal=4, goal_selection_strategy="future")))
 SUCTION_SAC = dict(_SAC, env_kwargs={})
 
 CONFIGS: dict[str, dict[str, dict]] = {
@@ -201,11 +204,9 @@ CONFIGS: dict[str, dict[str, dict]] = {
     # reach rung of the goal-conditioned Franka with FetchReach's task definition (REACH above; REACH_TABLE for the
     # harder table-target variant: benchmarks/learning_curve.py --preset table)
     "CenicFrankaGoal-v0": {
-        "sac": {**_SAC, "env_kwargs": REACH, "normalize": True,  # the SB3 zoo's FetchReach settings
-                "steps": 20_000, "eval_every": 2_000, "checkpoint_every": 5_000,
-                "sb3": {**_SAC["sb3"], "policy_kwargs": dict(net_arch=[64, 64]),
-                        "her": dict(n_sampled_goal=4, goal_selection_strategy="future")}},
+        "sac": REACH_SAC,
         "ppo": {**_PPO, "env_kwargs": REACH},
+        "tqc": off_policy(REACH_SAC)["tqc"],  # TQC + HER (the zoo's FetchReach learner); CrossQ takes no HER
     },
     "CenicQuadruped-v0": {
         "ppo": {**_PPO_WIDE, "env_kwargs": {}, "sb3": {**_PPO_WIDE["sb3"], "gamma": 0.99},

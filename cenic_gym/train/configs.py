@@ -9,7 +9,10 @@
 - ``steps``: default total env steps of ``cenic-gym train``;
 - ``eval_every`` / ``eval_episodes``: periodic evaluation (env steps between evaluations, episodes per evaluation);
 - ``checkpoint_every``: env steps between checkpoints;
+- ``reward_scale``: the training envs' rewards × this for the learner (off-policy recipes; a training aid: the
+  logged returns and every evaluation are the task's own);
 - ``normalize``: SB3 observation normalization (``VecNormalize``, running mean / std; saved beside each checkpoint);
+- ``policy`` (optional): the SB3 policy name (default ``MlpPolicy``, ``MultiInputPolicy`` for dict observations);
 - ``sb3``: keyword arguments of the SB3 algorithm (``policy_kwargs`` included; ``her`` adds SB3's
   ``HerReplayBuffer`` with these arguments, for goal-conditioned envs with SAC);
 - ``rllib``: arguments of ``PPOConfig.training`` (PPO only);
@@ -46,7 +49,7 @@ _SAC = dict(
     num_envs=1, steps=50_000, train_env_kwargs={}, eval_every=5_000, eval_episodes=10, checkpoint_every=10_000, normalize=False,
     sb3=dict(learning_rate=1e-3, buffer_size=1_000_000, batch_size=256, learning_starts=1_000, gamma=0.95,
              tau=0.05, train_freq=1, gradient_steps=1, policy_kwargs=dict(net_arch=[256, 256])),
-    init=_INIT,
+    init=_INIT, reward_scale=1.0,
 )
 
 # The off-policy learners beside SAC, as changes to an env's SAC recipe (their classes: LEARNERS):

@@ -25,7 +25,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecMonitor, VecNormalize
 
 from .common import EvalResult, RunSpec, ensure_ray, limit_threads, normalizer_path, run_episodes
 from .configs import learner_class
@@ -132,13 +132,22 @@ def _wrappers(env):
         env = env.env
 
 
+def _monitor(venv):
+    """The ``VecMonitor`` inside ``venv``'s wrappers, or None."""
+    while not isinstance(venv, VecMonitor):
+        if not hasattr(venv, "venv"):
+            return None
+        venv = venv.venv
+    return venv
+
+
 def env_states(venv):
     """The in-process sub-envs' states (episode, random generator, time-limit count) and the monitor's episode
     sums, or None for Ray sub-envs."""
     base = venv.unwrapped
     if not isinstance(base, DummyVecEnv):
         return None
-    monitor = venv if hasattr(venv, "episode_returns") else None
+    monitor = _monitor(venv)
     return dict(
         envs=[(e.unwrapped.get_state(), [getattr(w, "_elapsed_steps", None) for w in _wrappers(e)])
               for e in base.envs],
@@ -158,7 +167,8 @@ def set_env_states(venv, states):
                 w._has_reset = True  # OrderEnforcing: the episode is under way
     base._reset_seeds()  # SB3's load seeds the envs for a next reset that the run never does
     if states["monitor"] is not None:
-        venv.episode_returns, venv.episode_lengths, venv.episode_count = states["monitor"]
+        monitor = _monitor(venv)
+        monitor.episode_returns, monitor.episode_lengths, monitor.episode_count = states["monitor"]
 
 
 def _rng_states(model):
@@ -306,6 +316,22 @@ class RunRecorder(BaseCallback):
             self.eval_env.close()
 
 
+class ScaleReward(VecEnvWrapper):
+    """The training envs' rewards × ``scale`` for the learner (a training aid: the recipe's ``reward_scale``); the
+    monitor inside logs the task's own returns, and evaluations play the unmodified task."""
+
+    def __init__(self, venv, scale: float):
+        super().__init__(venv)
+        self.scale = float(scale)
+
+    def reset(self):
+        return self.venv.reset()
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        return obs, rewards * self.scale, dones, infos
+
+
 def _normalizer(venv, cfg, resume, init_norm):
     """The observation normalization of a run: the shipped policy's, frozen (``--init``); a checkpoint's
     (``--resume``); a new running mean / std (``cfg["normalize"]``); or none."""
@@ -341,6 +367,8 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
         raise ValueError(f"--init fine-tunes with one of {list(INIT_ALGOS)}, got algo {spec.algo!r}")
     init_actor, init_norm = load_init(spec.init) if spec.init is not None else (None, None)
     venv = make_vec_env(spec)
+    if cfg.get("reward_scale", 1.0) != 1.0:
+        venv = ScaleReward(venv, cfg["reward_scale"])
     resume_state = None
     if resume is not None and run_state_path(resume).is_file():
         with open(run_state_path(resume), "rb") as f:
@@ -372,7 +400,8 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
                 from stable_baselines3 import HerReplayBuffer
 
                 kwargs.update(replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=her)
-            policy = "MultiInputPolicy" if isinstance(venv.observation_space, gym.spaces.Dict) else "MlpPolicy"
+            policy = cfg.get("policy") or ("MultiInputPolicy" if isinstance(venv.observation_space, gym.spaces.Dict)
+                                           else "MlpPolicy")
             model = cls(policy, venv, seed=spec.seed, tensorboard_log=str(out_dir / "tb"), verbose=verbose,
                         **kwargs)
             if init_actor is not None:

@@ -43,9 +43,14 @@ POLICIES = "training/policies"
 # what the kind is, in words
 KINDS = {
     "CenicQuadruped-v0": {
-        "sac-init": dict(algo="sac", init=True, steps=150_000, hyperparams=[], env_kwargs={},
+        "sac-init": dict(algo="sac", init=True, steps=150_000,
+                         hyperparams=["eval_every=10000", "reward_scale=50.0", "learning_rate=1e-4",
+                                      "init.critic_warmup=20000", "init.learning_starts=10000",
+                                      "init.prior_weight=100.0"], env_kwargs={},
                          what="SB3 SAC fine-tuned from the shipped DAgger policy (its actor and normalization; "
-                              "exploration noise 0.1, 5 000 critic-only updates first: cenic_gym.train.finetune)"),
+                              "exploration noise 0.1, 10 000 steps of the shipped actor, 20 000 critic-only updates, "
+                              "then SAC pulled towards the shipped actor with weight 100; rewards × 50 for the "
+                              "learner, rate 1e-4: cenic_gym.train.finetune)"),
         "sbx_sac": dict(algo="sbx_sac", init=False, steps=300_000, hyperparams=[], env_kwargs={},
                         what="SBX (JAX) SAC from scratch, the gait action mode"),
     },

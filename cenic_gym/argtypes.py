@@ -36,3 +36,16 @@ def integer_at_least(minimum):
         return n
 
     return parse
+
+
+def env_options(text):
+    """argparse type: a JSON object of env options, e.g. '{"task": "reach"}'."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object of env options, got {text!r}: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object of env options, got {text!r}")
+    return value

@@ -88,9 +88,9 @@ def test_cli_list_and_bench(capsys):
                                                                                "not a config entry"),
     (["train", "CenicFranka-v0", "--algo", "sac", "--hyperparams", "gamma"], "hyperparameter 'gamma' is not "
                                                                             "KEY=VALUE"),
-    (["train", "CenicFranka-v0", "--env-kwargs", "[1]"], "argument --env-kwargs: a JSON object of env options is "
-                                                         "needed, got '[1]'"),
-    (["train", "CenicFranka-v0", "--env-kwargs", "{accuracy: 1}"], "argument --env-kwargs: not JSON"),
+    (["train", "CenicFranka-v0", "--env-kwargs", "[1]"], "argument --env-kwargs: expected a JSON object of env "
+                                                         "options, got '[1]'"),
+    (["train", "CenicFranka-v0", "--env-kwargs", "{accuracy: 1}"], "argument --env-kwargs: expected a JSON object"),
     (["train", "CenicFranka-v0", "--algo", "sac", "--env-kwargs", '{"accuracy": -1}'], "env options"),
     (["train", "CenicFranka-v0", "--algo", "ppo", "--init", "training/policies/CenicFranka-v0"],
      "argument --init: fine-tuning runs sac, tqc, got --algo ppo"),

@@ -16,26 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..argtypes import integer_at_least, positive_number
+from ..argtypes import env_options, integer_at_least, positive_number
 
 DEFAULT_ENV = "CenicFranka-v0"
-
-
-def _env_kwargs(text):
-    """argparse type: a JSON object of env options, e.g. '{"task": "reach"}'."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"expected a JSON object of env options, got {text!r}: {e}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object of env options, got {text!r}")
-    return value
 
 
 def _common(p, policy=True):
     p.add_argument("--env", default=None, help=f"env id (default: the policy's training run's, from the run.json "
                    f"beside or above it; else {DEFAULT_ENV})")
-    p.add_argument("--env-kwargs", type=_env_kwargs, default=None, help="env options as JSON, e.g. "
+    p.add_argument("--env-kwargs", type=env_options, default=None, help="env options as JSON, e.g. "
                    "'{\"domain_randomization\": true}' (default: the policy's run's, when --env is not given; the "
                    "sweeps set accuracy / fixed_step themselves)")
     if policy:
@@ -74,7 +63,7 @@ def add_parser(subparsers):
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--env", default=None, help="env whose observations the check uses (default: the model's "
                    f"training run's, from its run.json; else {DEFAULT_ENV})")
-    e.add_argument("--env-kwargs", type=_env_kwargs, default=None, help="its options as JSON (e.g. a goal-conditioned "
+    e.add_argument("--env-kwargs", type=env_options, default=None, help="its options as JSON (e.g. a goal-conditioned "
                    "form: '{\"goal_conditioned\": true}'; default: the run's)")
     e.add_argument("--tol", type=positive_number(), default=1e-5, help="largest allowed action difference (default 1e-5)")
     e.set_defaults(func=_export)

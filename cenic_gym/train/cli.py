@@ -18,7 +18,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from ..argtypes import integer_at_least
+from ..argtypes import env_options, integer_at_least
 from .configs import ALGOS, BACKENDS, CONFIGS, DEFAULT_ALGOS, RecipeError, default_algo
 from .finetune import INIT_ALGOS
 
@@ -59,19 +59,6 @@ def bench(env_id, steps=200, seed=0, env_kwargs=None):
     env.close()
     return dict(steps_per_s=steps / wall, realtime_factor=sim_time / wall, substeps_per_step=substeps / steps,
                 wall_s=wall)
-
-
-def json_dict(text):
-    """``--env-kwargs``: a JSON object."""
-    import json
-
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"not JSON ({e}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"a JSON object of env options is needed, got {text!r}")
-    return value
 
 
 def _list(a):
@@ -145,7 +132,7 @@ def add_subcommands(sub):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resume", default=None, metavar="CHECKPOINT",
                    help="continue from a checkpoint of this run (checkpoints/model_<n>_steps.zip); --steps counts all")
-    p.add_argument("--env-kwargs", type=json_dict, default=None, metavar="JSON",
+    p.add_argument("--env-kwargs", type=env_options, default=None, metavar="JSON",
                    help='env options for training and evaluation, on top of the recipe\'s, e.g. \'{"accuracy": 1e-2}\'')
     p.add_argument("--hyperparams", nargs="+", default=None, metavar="KEY=VALUE",
                    help="recipe entries to change: a config entry (steps=..., eval_every=...), a dotted path "

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -43,7 +44,7 @@ POLICIES = "training/policies"
 # what the kind is, in words
 KINDS = {
     "CenicQuadruped-v0": {
-        "sac-init": dict(algo="sac", init=True, steps=150_000,
+        "sac-init": dict(algo="sac", init=True, steps=100_000,
                          hyperparams=["eval_every=10000", "reward_scale=50.0", "learning_rate=1e-4",
                                       "init.critic_warmup=20000", "init.learning_starts=10000",
                                       "init.prior_weight=100.0"], env_kwargs={},
@@ -82,9 +83,10 @@ def user_command(env_id, kind):
     """The command as a user types it (seed S)."""
     cmd = train_command(env_id, kind, 0)[3:]
     cmd = ["cenic-gym", *cmd[:cmd.index("--seed") + 1], "S", *cmd[cmd.index("--seed") + 2:]]
-    out = cmd.index("--out")
-    del cmd[out:out + 2]
-    return " ".join(cmd).replace("--no-progress", "").replace("  ", " ").strip()
+    for flag in ("--out", "--resume"):
+        if flag in cmd:
+            del cmd[cmd.index(flag):cmd.index(flag) + 2]
+    return " ".join(shlex.quote(c) for c in cmd if c != "--no-progress")
 
 
 def train_all(env_id, jobs, parallel):
@@ -327,7 +329,7 @@ def main(argv=None):
     cmd = " ".join(["python benchmarks/learning_reward.py", *(argv if argv is not None else sys.argv[1:])])
     note = f"; besides it: {a.note}" if a.note else ""
     header = provenance("benchmarks/learning_reward.py", f"`{cmd}`", time.perf_counter() - t0, load0,
-                        ["stable_baselines3", "sbx", "jax", "torch", "numba"], note)
+                        ["stable-baselines3", "sb3-contrib", "sbx-rl", "jax", "torch", "numba"], note)
     write_section(f"learning-reward-{a.env}", section(a.env, data, header),
                   f"## Learning from reward: {a.env}, every algorithm side by side")
 

@@ -157,3 +157,28 @@ def test_every_off_policy_learner_trains_evaluates_and_resumes(tmp_path, algo):
                   resume=str(tmp_path))
     ev = np.load(tmp_path / "eval" / "evaluations.npz")
     assert again.is_file() and list(ev["timesteps"]) == [100, 200]  # the 150-step evaluation came after the checkpoint
+
+
+def test_hyperparams_reach_every_recipe_entry_and_name_bad_keys():
+    """`--hyperparams KEY=VALUE`: config entries, dotted paths, learner keywords (short for sb3.KEY), literal
+    values, dict updates; errors name the key."""
+    from cenic_gym.train.configs import apply_hyperparams
+
+    cfg = apply_hyperparams(get_config("CenicQuadruped-v0", "sac"), "sac",
+                            ["gamma=0.98", "sb3.policy_kwargs.net_arch=[64, 64]", "init.std=0.2", "steps=1000",
+                             "env_kwargs.accuracy=1e-2", "ent_coef=auto", "eval_every=5_000"])
+    assert cfg["sb3"]["gamma"] == 0.98 and cfg["sb3"]["policy_kwargs"] == {"net_arch": [64, 64]}
+    assert cfg["init"]["std"] == 0.2 and cfg["init"]["critic_warmup"] == 5000 and cfg["steps"] == 1000
+    assert cfg["env_kwargs"] == {"action_type": "gait", "accuracy": 1e-2} and cfg["sb3"]["ent_coef"] == "auto"
+    assert cfg["eval_every"] == 5000
+    cfg = apply_hyperparams(get_config("CenicQuadruped-v0", "sac"), "sac", {"sb3": {"batch_size": 64}})
+    assert cfg["sb3"]["batch_size"] == 64 and cfg["sb3"]["gamma"] == 0.99  # a dict updates, keeps the rest
+    assert get_config("CenicQuadruped-v0", "sac")["sb3"]["batch_size"] == 256  # the recipe itself is untouched
+    for bad, message in [(["gama=1"], r"unknown hyperparameter 'gama': not a config entry"),
+                         (["init.x.y=1"], r"hyperparameter 'init.x.y': the recipe has no 'init.x'"),
+                         (["steps.x=1"], r"hyperparameter 'steps.x': 'steps' is not a dict"),
+                         (["=1"], r"hyperparameter '=1' is not KEY=VALUE"),
+                         (["tau=0.1"], r"unknown hyperparameter 'tau'.*sb3_contrib:CrossQ")]:
+        algo = "crossq" if "tau" in bad[0] else "sac"
+        with pytest.raises(ValueError, match=message):
+            apply_hyperparams(get_config("CenicQuadruped-v0", algo), algo, bad)

@@ -52,7 +52,7 @@ KINDS = {
                               "exploration noise 0.1, 10 000 steps of the shipped actor, 20 000 critic-only updates, "
                               "then SAC pulled towards the shipped actor with weight 100; rewards × 50 for the "
                               "learner, rate 1e-4: cenic_gym.train.finetune)"),
-        "sbx_sac": dict(algo="sbx_sac", init=False, steps=300_000, hyperparams=[], env_kwargs={},
+        "sbx_sac": dict(algo="sbx_sac", init=False, steps=500_000, hyperparams=[], env_kwargs={},
                         what="SBX (JAX) SAC from scratch, the gait action mode"),
     },
 }

@@ -159,8 +159,10 @@ def row(env_id, kind, seed, final, teacher):
     out = run_dir(env_id, kind, seed)
     run = json.loads((out / "run.json").read_text())
     c, ev = curve(out)
-    env_s, learner_s, updates = float(ev["env_s"][-1]), float(ev["learner_s"][-1]), int(ev["updates"][-1])
-    steps = c[-1]["steps"]
+    done = [i for i, e in enumerate(c) if e["steps"] <= run["steps"]]  # a killed process may have evaluated later
+    c, last = c[:done[-1] + 1], done[-1]
+    env_s, learner_s, updates = float(ev["env_s"][last]), float(ev["learner_s"][last]), int(ev["updates"][last])
+    steps = run["steps"]
     return dict(env=env_id, kind=kind, algo=k["algo"], seed=seed, init=run["init"] and f"{POLICIES}/{env_id}",
                 teacher=False, demos=0, env_steps=steps, wall_s=c[-1]["wall_s"], final_success=final["success"],
                 falls=final["falls"], goals_per_episode=final["goals_per_episode"],

@@ -328,7 +328,7 @@ def main(argv=None):
             data["runs"].append(row(a.env, k, s, final, finals[-1]))
             print(f"{k} seed {s}: held-out success {final['success']:.2f}", flush=True)
     save(data)
-    cmd = " ".join(["python benchmarks/learning_reward.py", *(argv if argv is not None else sys.argv[1:])])
+    cmd = shlex.join(["python", "benchmarks/learning_reward.py", *(argv if argv is not None else sys.argv[1:])])
     note = f"; besides it: {a.note}" if a.note else ""
     header = provenance("benchmarks/learning_reward.py", f"`{cmd}`", time.perf_counter() - t0, load0,
                         ["stable-baselines3", "sb3-contrib", "sbx-rl", "jax", "torch", "numba"], note)

@@ -78,28 +78,35 @@ def train_command(bench, seed):
     return cmd + (["--resume", str(ckpts[-1])] if ckpts else [])
 
 
-def train_seeds(bench, seeds, parallel):
-    """Run the seeds' trainings, ``parallel`` processes at a time; returns {seed: wall s of this invocation}."""
+def run_trainings(jobs, parallel):
+    """Run training commands, ``parallel`` processes at a time (one thread each): ``jobs`` maps a name to (command,
+    run folder); a folder with a final ``model.zip`` is skipped, each run logs to its folder's ``train.log``.
+    Returns {name: wall s of this invocation}; a failed run stops the benchmark."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    todo = [s for s in seeds if not (bench.run_dir(s) / "model.zip").is_file()]
+    todo = [k for k, (_, run_dir) in jobs.items() if not (Path(run_dir) / "model.zip").is_file()]
     running, walls = {}, {}
     while todo or running:
         while todo and len(running) < parallel:
-            s = todo.pop(0)
-            run_dir = bench.run_dir(s)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            log = open(run_dir / "train.log", "a")
-            running[s] = (subprocess.Popen(train_command(bench, s), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                           cwd=REPO), time.perf_counter(), log)
+            k = todo.pop(0)
+            cmd, run_dir = jobs[k]
+            Path(run_dir).mkdir(parents=True, exist_ok=True)
+            log = open(Path(run_dir) / "train.log", "a")
+            running[k] = (subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO),
+                          time.perf_counter(), log)
         time.sleep(2.0)
-        for s, (proc, t0, log) in list(running.items()):
+        for k, (proc, t0, log) in list(running.items()):
             if proc.poll() is not None:
                 log.close()
                 if proc.returncode != 0:
-                    raise SystemExit(f"seed {s} failed (exit {proc.returncode}); see {bench.run_dir(s) / 'train.log'}")
-                walls[s] = time.perf_counter() - t0
-                del running[s]
+                    raise SystemExit(f"{k} failed (exit {proc.returncode}); see {Path(jobs[k][1]) / 'train.log'}")
+                walls[k] = time.perf_counter() - t0
+                del running[k]
     return walls
+
+
+def train_seeds(bench, seeds, parallel):
+    """Run the seeds' trainings, ``parallel`` processes at a time; returns {seed: wall s of this invocation}."""
+    return run_trainings({s: (train_command(bench, s), bench.run_dir(s)) for s in seeds}, parallel)
 
 
 def curve(run_dir):

@@ -179,3 +179,25 @@ def run_episodes(policy: Callable, make_env: Callable[[], gym.Env], episodes: in
         if close:
             env.close()
     return EvalResult(returns, lengths, successes, terms, goals, success_steps, terminated)
+
+
+EVAL_FILE = "evaluations.npz"
+
+
+def record_evaluation(evals: dict, steps: int, result: EvalResult, out_dir: Path, logger, **columns):
+    """Append one periodic evaluation (env steps, per-episode returns, lengths, successes, goals of a task that
+    counts them, and ``columns``: wall s, ...) to ``evals``, the columns of ``out_dir/eval/evaluations.npz``, save
+    them there and log the means to ``logger`` (SB3's)."""
+    evals.setdefault("timesteps", []).append(int(steps))
+    evals.setdefault("results", []).append([float(r) for r in result.returns])
+    evals.setdefault("ep_lengths", []).append([int(n) for n in result.lengths])
+    evals.setdefault("successes", []).append([bool(s) for s in result.successes])
+    if result.mean_goals is not None:  # a task that counts its goals (CenicAllegro-v0)
+        evals.setdefault("goals", []).append([0 if g is None else int(g) for g in result.goals])
+        logger.record("eval/goals", result.mean_goals)
+    for key, value in columns.items():
+        evals.setdefault(key, []).append(value)
+    (Path(out_dir) / "eval").mkdir(parents=True, exist_ok=True)
+    np.savez(Path(out_dir) / "eval" / EVAL_FILE, **{k: np.array(v) for k, v in evals.items()})
+    logger.record("eval/mean_reward", result.mean_return)
+    logger.record("eval/success_rate", result.success_rate)

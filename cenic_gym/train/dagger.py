@@ -30,7 +30,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from .common import RunSpec, limit_threads, normalizer_path, run_episodes
+from .common import RunSpec, limit_threads, normalizer_path, record_evaluation, run_episodes
 
 MODEL_FILE = "model.zip"
 EVAL_SEED_OFFSET = 1_000_003  # periodic evaluation episodes: held-out seeds (as the SB3 backend's)
@@ -158,18 +158,8 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
     def evaluate_now():
         result = run_episodes(act, lambda: _make_env(spec, training=False), cfg["eval_episodes"],
                               spec.seed + EVAL_SEED_OFFSET)
-        e = state.evals
-        e["timesteps"].append(state.steps)
-        e["results"].append([float(r) for r in result.returns])
-        e["ep_lengths"].append([int(n) for n in result.lengths])
-        e["successes"].append([bool(s) for s in result.successes])
-        if result.mean_goals is not None:  # a task that counts its goals (CenicAllegro-v0)
-            e.setdefault("goals", []).append([0 if g is None else int(g) for g in result.goals])
-            logger.record("eval/goals", result.mean_goals)
-        e["wall"].append(state.wall + time.perf_counter() - t_start)
-        np.savez(out_dir / "eval" / "evaluations.npz", **{k: np.array(v) for k, v in e.items()})
-        logger.record("eval/mean_reward", result.mean_return)
-        logger.record("eval/success_rate", result.success_rate)
+        record_evaluation(state.evals, state.steps, result, out_dir, logger,
+                          wall=state.wall + time.perf_counter() - t_start)
         return result
 
     def checkpoint(path: Path):

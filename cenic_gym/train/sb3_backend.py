@@ -27,13 +27,13 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecMonitor, VecNormalize
 
-from .common import EvalResult, RunSpec, ensure_ray, limit_threads, normalizer_path, run_episodes
+from .common import (EVAL_FILE, EvalResult, RunSpec, ensure_ray, limit_threads, normalizer_path,
+                     record_evaluation, run_episodes)
 from .configs import learner_class
-from .finetune import INIT_ALGOS, load_init, pull_towards_prior, start_from, warm_started
+from .finetune import load_init, pull_towards_prior, start_from, warm_started
 
 MODEL_FILE = "model.zip"
 EVAL_SEED_OFFSET = 1_000_003  # periodic evaluation episodes: held-out seeds
-EVAL_FILE = "evaluations.npz"
 
 
 def checkpoint_path(out_dir: Path, steps: int) -> Path:
@@ -186,6 +186,15 @@ def _set_rng_states(model, states):
     model.action_space.np_random.bit_generator.state = states["action_space"]
 
 
+def deterministic(model, norm):
+    """The model's deterministic action from a raw observation (normalized by ``norm`` first, if any)."""
+
+    def act(obs):
+        return model.predict(obs if norm is None else norm.normalize_obs(obs), deterministic=True)[0]
+
+    return act
+
+
 # -- the run's periodic work -----------------------------------------------------------------------------------------
 class RunRecorder(BaseCallback):
     """Periodic evaluation, checkpoints and the time split of a run (an SB3 callback).
@@ -200,8 +209,7 @@ class RunRecorder(BaseCallback):
         super().__init__(verbose)
         self.spec, self.cfg, self.out_dir, self.venv = spec, cfg, out_dir, venv
         self.times = dict.fromkeys(self.TIMES, 0.0)
-        self.evals = dict(timesteps=[], results=[], ep_lengths=[], successes=[], wall=[], updates=[], env_s=[],
-                          learner_s=[], actor_restarts=[], env_errors=[])
+        self.evals = {}  # the columns of eval/evaluations.npz (common.record_evaluation)
         self.faults = dict(actor_restarts=0, env_errors=0)  # episodes cut short by a dead Ray actor / an env error
         saved = out_dir / "eval" / EVAL_FILE
         if resume_state is not None:
@@ -255,43 +263,20 @@ class RunRecorder(BaseCallback):
 
     def _on_training_end(self):
         self._lap("learner_s")
-        if not self.evals["timesteps"] or self.evals["timesteps"][-1] < self.model.num_timesteps:
+        if self.evals.get("timesteps", [-1])[-1] < self.model.num_timesteps:
             self.evaluate()
             self._lap("eval_s")
-
-    def policy(self):
-        """The model's deterministic action from a raw observation."""
-        norm = self.model.get_vec_normalize_env()
-
-        def act(obs):
-            return self.model.predict(obs if norm is None else norm.normalize_obs(obs), deterministic=True)[0]
-
-        return act
 
     def evaluate(self):
         if self.eval_env is None:
             self.eval_env = _env_factory(self.spec)()
-        result = run_episodes(self.policy(), lambda: self.eval_env, self.cfg["eval_episodes"],
+        result = run_episodes(deterministic(self.model, self.model.get_vec_normalize_env()), lambda: self.eval_env, self.cfg["eval_episodes"],
                               self.spec.seed + EVAL_SEED_OFFSET, close=False)
-        e = self.evals
-        e["timesteps"].append(self.model.num_timesteps)
-        e["results"].append([float(r) for r in result.returns])
-        e["ep_lengths"].append([int(n) for n in result.lengths])
-        e["successes"].append([bool(s) for s in result.successes])
-        if result.mean_goals is not None:  # a task that counts its goals (CenicAllegro-v0)
-            e.setdefault("goals", []).append([0 if g is None else int(g) for g in result.goals])
-            self.logger.record("eval/goals", result.mean_goals)
-        e["wall"].append(self.wall)
-        e["updates"].append(int(getattr(self.model, "_n_updates", 0)))
-        e["env_s"].append(self.times["env_s"])
-        e["learner_s"].append(self.times["learner_s"])
+        record_evaluation(self.evals, self.model.num_timesteps, result, self.out_dir, self.logger, wall=self.wall,
+                          updates=int(getattr(self.model, "_n_updates", 0)), env_s=self.times["env_s"],
+                          learner_s=self.times["learner_s"], **self.faults)
         for k, n in self.faults.items():
-            e[k].append(n)
             self.logger.record(f"faults/{k}", n)
-        (self.out_dir / "eval").mkdir(parents=True, exist_ok=True)
-        np.savez(self.out_dir / "eval" / EVAL_FILE, **{k: np.array(v) for k, v in e.items()})
-        self.logger.record("eval/mean_reward", result.mean_return)
-        self.logger.record("eval/success_rate", result.success_rate)
         self.logger.record("time/env_share", self.times["env_s"] / max(self.wall, 1e-9))
         if self.verbose:
             print(f"{self.model.num_timesteps} steps: {result.summary()}", flush=True)
@@ -363,8 +348,6 @@ def train(spec: RunSpec, cfg: dict, out_dir: Path, resume: str | None = None, pr
     limit_threads()
     out_dir = Path(out_dir)
     spec.save(out_dir)
-    if spec.init is not None and spec.algo not in INIT_ALGOS:
-        raise ValueError(f"--init fine-tunes with one of {list(INIT_ALGOS)}, got algo {spec.algo!r}")
     init_actor, init_norm = load_init(spec.init) if spec.init is not None else (None, None)
     venv = make_vec_env(spec)
     if cfg.get("reward_scale", 1.0) != 1.0:
@@ -432,8 +415,4 @@ def evaluate(checkpoint: str, spec: RunSpec, episodes: int, seed: int = 0) -> Ev
     if stats.is_file():
         norm = VecNormalize.load(str(stats), env)
     env.close()
-
-    def policy(obs):
-        return model.predict(obs if norm is None else norm.normalize_obs(obs), deterministic=True)[0]
-
-    return run_episodes(policy, _env_factory(spec), episodes, seed)
+    return run_episodes(deterministic(model, norm), _env_factory(spec), episodes, seed)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from bench_common import REPO, provenance, write_section
-from learning_common import FINAL_SEED, run_parallel
+from learning_common import FINAL_SEED, curve, run_parallel, run_trainings
 
 JSON = REPO / "benchmarks" / "learning_reward.json"
 RUNS = REPO / "runs" / "learning_reward"
@@ -91,31 +90,7 @@ def user_command(env_id, kind):
 
 def train_all(env_id, jobs, parallel):
     """Run the (kind, seed) trainings without a final model, ``parallel`` at a time."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    todo = [(k, s) for k, s in jobs if not (run_dir(env_id, k, s) / "model.zip").is_file()]
-    running = {}
-    while todo or running:
-        while todo and len(running) < parallel:
-            k, s = todo.pop(0)
-            out = run_dir(env_id, k, s)
-            out.mkdir(parents=True, exist_ok=True)
-            log = open(out / "train.log", "a")
-            running[(k, s)] = (subprocess.Popen(train_command(env_id, k, s), env=env, stdout=log,
-                                                stderr=subprocess.STDOUT, cwd=REPO), log)
-        time.sleep(5.0)
-        for key, (proc, log) in list(running.items()):
-            if proc.poll() is not None:
-                log.close()
-                if proc.returncode != 0:
-                    raise SystemExit(f"{key} failed (exit {proc.returncode}); see {run_dir(env_id, *key)}/train.log")
-                del running[key]
-
-
-def curve(out: Path):
-    """The run's periodic evaluations: env steps, wall s, success rate (and the time split at each)."""
-    ev = np.load(out / "eval" / "evaluations.npz")
-    return [dict(steps=int(s), wall_s=float(w), success=float(np.mean(ok)))
-            for s, w, ok in zip(ev["timesteps"], ev["wall"], ev["successes"])], ev
+    run_trainings({(k, s): (train_command(env_id, k, s), run_dir(env_id, k, s)) for k, s in jobs}, parallel)
 
 
 def summary(result):
@@ -155,23 +130,27 @@ def teacher_eval(env_id, episodes):
 
 
 def row(env_id, kind, seed, final, teacher):
+    from cenic_gym.env import COMMON_DEFAULTS
+
     k = KINDS[env_id][kind]
     out = run_dir(env_id, kind, seed)
     run = json.loads((out / "run.json").read_text())
-    c, ev = curve(out)
-    done = [i for i, e in enumerate(c) if e["steps"] <= run["steps"]]  # a killed process may have evaluated later
-    c, last = c[:done[-1] + 1], done[-1]
+    ev = np.load(out / "eval" / "evaluations.npz")
+    done = [i for i, n in enumerate(ev["timesteps"]) if n <= run["steps"]]  # a killed process may have evaluated later
+    c, last = curve(out)[:done[-1] + 1], done[-1]
     env_s, learner_s, updates = float(ev["env_s"][last]), float(ev["learner_s"][last]), int(ev["updates"][last])
     steps = run["steps"]
+    trained_on = {**run["env_kwargs"], **run["train_env_kwargs"]}  # the training envs' options
     return dict(env=env_id, kind=kind, algo=k["algo"], seed=seed, init=run["init"] and f"{POLICIES}/{env_id}",
-                teacher=False, demos=0, env_steps=steps, wall_s=c[-1]["wall_s"], final_success=final["success"],
+                teacher=k["algo"] == "dagger",  # DAgger queries its teacher on the learner's states
+                demos=0, env_steps=steps, wall_s=c[-1]["wall_s"], final_success=final["success"],
                 falls=final["falls"], goals_per_episode=final["goals_per_episode"],
                 steps_to_success=final["steps_to_success"],
                 teacher_steps_to_success=teacher_median_on(final["success_steps"], teacher["success_steps"]),
-                train_accuracy=run["env_kwargs"].get("accuracy", 1e-3), hyperparams=k["hyperparams"],
+                train_accuracy=trained_on.get("accuracy", COMMON_DEFAULTS["accuracy"]), hyperparams=k["hyperparams"],
                 env_kwargs=run["env_kwargs"], updates=updates, env_steps_per_s=steps / max(env_s, 1e-9),
                 updates_per_s=updates / max(learner_s, 1e-9), env_share=env_s / max(c[-1]["wall_s"], 1e-9),
-                curve=[[e["steps"], round(e["wall_s"], 1), e["success"]] for e in c], command=user_command(env_id,
+                curve=[[e["steps"], round(e["wall_s"], 1), e["success_rate"]] for e in c], command=user_command(env_id,
                                                                                                             kind))
 
 

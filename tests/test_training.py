@@ -168,7 +168,8 @@ def test_hyperparams_reach_every_recipe_entry_and_name_bad_keys():
                             ["gamma=0.98", "sb3.policy_kwargs.net_arch=[64, 64]", "init.std=0.2", "steps=1000",
                              "env_kwargs.accuracy=1e-2", "ent_coef=auto", "eval_every=5_000"])
     assert cfg["sb3"]["gamma"] == 0.98 and cfg["sb3"]["policy_kwargs"] == {"net_arch": [64, 64]}
-    assert cfg["init"]["std"] == 0.2 and cfg["init"]["critic_warmup"] == 5000 and cfg["steps"] == 1000
+    assert cfg["init"]["std"] == 0.2 and cfg["steps"] == 1000  # the rest of init kept:
+    assert cfg["init"]["critic_warmup"] == get_config("CenicQuadruped-v0", "sac")["init"]["critic_warmup"] == 20_000
     assert cfg["env_kwargs"] == {"action_type": "gait", "accuracy": 1e-2} and cfg["sb3"]["ent_coef"] == "auto"
     assert cfg["eval_every"] == 5000
     cfg = apply_hyperparams(get_config("CenicQuadruped-v0", "sac"), "sac", {"sb3": {"batch_size": 64}})

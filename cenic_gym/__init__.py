@@ -55,7 +55,8 @@ def _register_envs():
                                                                         "reward_type": "sparse"}, goal_api),
              ("CenicQuadruped-v0", "quadruped:QuadrupedEnv", 1000, {}, ()),
              ("CenicAllegro-v0", "allegro_cube:AllegroCubeEnv", 400, {}, ()),
-             ("CenicSuction-v0", "suction_pick:SuctionPickEnv", 200, {}, ())]
+             ("CenicSuction-v0", "suction_pick:SuctionPickEnv", 200, {}, ()),
+             ("CenicPegInsertion-v0", "peg_insertion:PegInsertionEnv", 200, {}, ())]
     for env_id, entry, steps, kwargs, wrappers in specs:
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=f"cenic_gym.envs.{entry}", max_episode_steps=steps,

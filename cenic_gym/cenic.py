@@ -926,6 +926,13 @@ class CenicIntegrator:
             query.set_shape(geom, shape)
         self.start.valid = False
 
+    def set_placement(self, geom, R, p):
+        """Geometry index ``geom`` placed at (R, p) in its joint's frame from the next step on, in both states'
+        queries."""
+        for query in (self.start.query, self.mid.query):
+            query.set_placement(geom, R, p)
+        self.start.valid = False
+
     def invalidate(self):
         """The state (q, v, z, t) was set from outside: nothing computed at the previous one holds."""
         self.state_id += 1
@@ -1355,8 +1362,8 @@ def contact_forces(v, pool, vs, dt, force, slip):
     vc = np.empty((n, 3))
     slv.constraint_velocities(v, pool.Jc, pool.cols, pool.ncols, n, vc)
     for i in range(n):
-        contact_impulse(vc[i], normal[i], dt, pool.phi0[i], pool.k[i], pool.d[i], pool.mu[i], pool.fn0[i],
-                        pool.w[i], vs, force[i])
+        contact_impulse(vc[i], normal[i], dt, pool.phi0[i], pool.k[i], pool.d[i], pool.mu[i], pool.fn0[i], vs,
+                        force[i])
         vn = vc[i, 0] * normal[i, 0] + vc[i, 1] * normal[i, 1] + vc[i, 2] * normal[i, 2]
         tx = vc[i, 0] - vn * normal[i, 0]
         ty = vc[i, 1] - vn * normal[i, 1]

@@ -135,6 +135,7 @@ _QUERY_FIELDS = (
     "_p", "_n", "_phi", "_ga", "_gb", "_ja", "_jb", "_k", "_d", "_mus", "_mud", "_fallback", "_pair_margin",
     "_Jc", "_cols", "_ncols", "geom_box_c", "geom_box_h",
     "joint_parent", "joint_axis", "joint_place_R", "joint_place_p")
+_GEOM_R, _GEOM_P = _QUERY_FIELDS.index("geom_R"), _QUERY_FIELDS.index("geom_p")
 
 
 class ContactQuery:
@@ -218,6 +219,15 @@ class ContactQuery:
         self.geom_box_c[i], self.geom_box_h[i] = shape.local_box()
         self.coal_shapes[i] = nph.make_coal_shape(shape.geom_type, shape.size(), getattr(shape, "vertices", None))
         self.shapes[i] = shape
+
+    def placement(self, i):
+        """(R (3, 3), p (3,)) of geometry i in its joint's frame (the world's for fixed geometry), views."""
+        return self.kernel_args[_GEOM_R][i], self.kernel_args[_GEOM_P][i]
+
+    def set_placement(self, i, R, p):
+        """Place geometry i at (R, p) in its joint's frame, next query on."""
+        self.kernel_args[_GEOM_R][i] = R
+        self.kernel_args[_GEOM_P][i] = p
 
     def set_material(self, geoms, stiffness=None, dissipation=None, mu_static=None, mu_dynamic=None):
         """Overwrite the materials of geometries ``geoms`` (indices) in this query (next query on)."""

@@ -9,7 +9,7 @@ argument with named fields) frozen at x^n (the *lagged* quantities) plus the ste
   per contact i a compact 3 x m_i relative-velocity Jacobian ``Jc[i]`` over generalized-velocity columns
   ``cols[i, :ncols[i]]`` (world frame, v_c = v_B − v_A at the contact point), normal n̂ from A to B, signed distance
   φ0 [m], stiffness k [N/m], dissipation d [s/m], lagged friction coefficient μ, lagged normal force
-  f_n0 = k (−φ0)_+ (1 − d v_n^n)_+ [N] and a Delassus estimate w [1/kg] (regularized Lagged, ICF eq. 26). Under
+  f_n0 = k (−φ0)_+ (1 − d v_n^n)_+ [N] and a Delassus estimate w [1/kg] (the Coulomb tolerance's scale). Under
   error control a solve may replace f_n0 by the step's own average normal force (issue 10,
   :func:`cenic_gym.solver.solve_coulomb`); the kernels only see a constant per solve.
 * limits (near-rigid one-sided joint limits, CENIC §IV-D with errata E1, E2): per 1-DOF joint the velocity index,
@@ -39,7 +39,6 @@ import numpy as np
 from numba import njit
 
 LIMIT_BETA = 0.1  # near-rigid parameter β (CENIC §IV-D)
-REGULARIZATION_SIGMA = 1.0e-3  # σ of the regularized Lagged model (ICF eq. 26)
 _DELTA = 10.0  # Δ of the static/dynamic friction blend (CENIC eq. 8)
 
 
@@ -68,10 +67,12 @@ def stribeck_mu(speed, vs, mu_s, mu_d):
 
 
 @njit(cache=True, error_model="numpy")
-def contact_step_params(dt, phi0, k, d, mu, fn0, w, vs):
-    """Quantities of one contact that depend on δt: (γ_n0 [N s], ε [m/s], v̂ [m/s], 1/d)."""
+def contact_step_params(dt, phi0, k, d, fn0, vs):
+    """Quantities of one contact that depend on δt: (γ_n0 [N s], ε [m/s], v̂ [m/s], 1/d). The friction's
+    regularization is ε = v_s, whatever the step and the normal force (docs/physics.md §2.3; the regularized Lagged
+    ε = max(v_s, σ w μ γ_n0) of ICF eq. 26 lets sustained grips and wedged parts creep at cm/s)."""
     gn0 = dt * fn0
-    eps = max(vs, REGULARIZATION_SIGMA * w * mu * gn0)
+    eps = vs
     inv_d = 1.0 / d if d > 0.0 else 1.0e20
     vhat = min(-phi0 / dt, inv_d)
     return gn0, eps, vhat, inv_d
@@ -97,11 +98,11 @@ def normal_cost(vn, dt, phi0, k, d, vhat):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, want_hess):
+def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, vs, want_hess):
     """Cost of one contact at relative velocity vc (3 numbers), world frame, with normal nh (3 numbers).
     Returns (ℓ, ∇ℓ, ∇²ℓ): the gradient as 3 numbers, the 3x3 Hessian as 9 (row-major; zeros unless
     ``want_hess``). Scalars only: no array is allocated or referenced."""
-    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
+    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, fn0, vs)
     vn = vc[0] * nh[0] + vc[1] * nh[1] + vc[2] * nh[2]
     vt0 = vc[0] - vn * nh[0]
     vt1 = vc[1] - vn * nh[1]
@@ -126,9 +127,9 @@ def contact_cost(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, want_hess):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def contact_line_derivs(vc, u, nh, dt, phi0, k, d, mu, fn0, w, vs):
+def contact_line_derivs(vc, u, nh, dt, phi0, k, d, mu, fn0, vs):
     """ℓ, dℓ/dα and d²ℓ/dα² of one contact along v_c + α u, evaluated at α = 0 (linear-time line search)."""
-    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
+    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, fn0, vs)
     vn = vc[0] * nh[0] + vc[1] * nh[1] + vc[2] * nh[2]
     un = u[0] * nh[0] + u[1] * nh[1] + u[2] * nh[2]
     vt0, vt1, vt2 = vc[0] - vn * nh[0], vc[1] - vn * nh[1], vc[2] - vn * nh[2]
@@ -145,29 +146,26 @@ def contact_line_derivs(vc, u, nh, dt, phi0, k, d, mu, fn0, w, vs):
 
 
 @njit(cache=True, error_model="numpy")
-def contact_impulse(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out):
+def contact_impulse(vc, nh, dt, phi0, k, d, mu, fn0, vs, out):
     """γ = −∇ℓ_c (3,), the impulse on body B [N s], world frame."""
-    _, grad, _ = contact_cost((vc[0], vc[1], vc[2]), (nh[0], nh[1], nh[2]), dt, phi0, k, d, mu, fn0, w, vs, False)
+    _, grad, _ = contact_cost((vc[0], vc[1], vc[2]), (nh[0], nh[1], nh[2]), dt, phi0, k, d, mu, fn0, vs, False)
     for a in range(3):
         out[a] = -grad[a]
 
 
 @njit(cache=True, error_model="numpy")
-def friction_bound_sensitivity(vc, nh, dt, phi0, k, d, mu, fn0, w, vs, out):
+def friction_bound_sensitivity(vc, nh, dt, phi0, k, d, mu, fn0, vs, out):
     """How one contact's cost gradient moves with its friction bound b = δt f_n0 [N s] (the constant of ℓ_t = μ b ‖v_t‖_s,
     :func:`cenic_gym.solver.solve_coulomb`), at relative velocity vc (3,), world frame.
 
     Writes ∂(∇ℓ_c)/∂b (3,) (dimensionless: ∇ℓ_c is an impulse) into ``out``:
-    ∂/∂b (μ b v_t / s_ε) = μ v_t / s_ε − μ b v_t ε ε'(b) / s_ε³, with s_ε = √(‖v_t‖² + ε²) and the regularized
-    Lagged ε = max(v_s, σ w μ b) (ε' = σ w μ where that branch is active, else 0; ICF eq. 26).
+    ∂/∂b (μ b v_t / s_ε) = μ v_t / s_ε, with s_ε = √(‖v_t‖² + ε²) (ε = v_s does not depend on b).
     Returns ℓ_n''(v_n) = −∂γ_n/∂v_n [kg], the normal law's curvature (0 where the contact is open)."""
-    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, mu, fn0, w, vs)
+    gn0, eps, vhat, _ = contact_step_params(dt, phi0, k, d, fn0, vs)
     vn = vc[0] * nh[0] + vc[1] * nh[1] + vc[2] * nh[2]
     vt0, vt1, vt2 = vc[0] - vn * nh[0], vc[1] - vn * nh[1], vc[2] - vn * nh[2]
     s_eps = math.sqrt(vt0 * vt0 + vt1 * vt1 + vt2 * vt2 + eps * eps)
     c = mu / s_eps
-    if REGULARIZATION_SIGMA * w * mu * gn0 > vs:
-        c -= mu * gn0 * eps * REGULARIZATION_SIGMA * w * mu / (s_eps * s_eps * s_eps)
     out[0], out[1], out[2] = c * vt0, c * vt1, c * vt2
     _, _, hess = normal_cost(vn, dt, phi0, k, d, vhat)
     return hess
@@ -186,7 +184,7 @@ def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
     not touched). Allocates nothing (each entry of H gets one sum per contact, as from a J_iᵀ (∇²ℓ_c,i J_i)
     product); ``cols[i, :ncols[i]]`` ascending."""
     Jc, cols, ncols, normal = pool.Jc, pool.cols, pool.ncols, pool.normal
-    phi0, k, d, mu, fn0, w = pool.phi0, pool.k, pool.d, pool.mu, pool.fn0, pool.w
+    phi0, k, d, mu, fn0 = pool.phi0, pool.k, pool.d, pool.mu, pool.fn0
     for i in range(pool.n):
         m = ncols[i]
         vc0, vc1, vc2 = 0.0, 0.0, 0.0
@@ -196,7 +194,7 @@ def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
             vc1 += Jc[i, 1, j] * vj
             vc2 += Jc[i, 2, j] * vj
         c, gi, Hi = contact_cost((vc0, vc1, vc2), (normal[i, 0], normal[i, 1], normal[i, 2]), dt, phi0[i], k[i],
-                                 d[i], mu[i], fn0[i], w[i], vs, want_hess)
+                                 d[i], mu[i], fn0[i], vs, want_hess)
         cost += c
         for j in range(m):
             grad[cols[i, j]] += Jc[i, 0, j] * gi[0] + Jc[i, 1, j] * gi[1] + Jc[i, 2, j] * gi[2]
@@ -215,12 +213,12 @@ def contact_pool_cost(pool, v, dt, vs, cost, grad, H, want_hess):
 def contact_pool_line(pool, vc, uc, alpha, dt, vs, f, d1, d2):
     """(f, d1, d2) + Σ_i (ℓ_c,i, dℓ_c,i/dα, d²ℓ_c,i/dα²) at v + α p, from the contact velocities vc = J v and
     uc = J p (n, 3) of the line's start and direction."""
-    normal, phi0, k, d, mu, fn0, w = pool.normal, pool.phi0, pool.k, pool.d, pool.mu, pool.fn0, pool.w
+    normal, phi0, k, d, mu, fn0 = pool.normal, pool.phi0, pool.k, pool.d, pool.mu, pool.fn0
     for i in range(pool.n):
         u = (uc[i, 0], uc[i, 1], uc[i, 2])
         x = (vc[i, 0] + alpha * u[0], vc[i, 1] + alpha * u[1], vc[i, 2] + alpha * u[2])
         c, g, h = contact_line_derivs(x, u, (normal[i, 0], normal[i, 1], normal[i, 2]), dt, phi0[i], k[i], d[i],
-                                      mu[i], fn0[i], w[i], vs)
+                                      mu[i], fn0[i], vs)
         f += c
         d1 += g
         d2 += h

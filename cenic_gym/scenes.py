@@ -7,6 +7,7 @@ harmonic-mean friction, docs/physics.md §2.2) has stiffness k/2 and the stated 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -171,6 +172,19 @@ def panda_ik(system, position, rotation=HAND_DOWN, q_init=None, frame=PANDA_TCP,
     raise RuntimeError(f"panda_ik: pose not reached (|e|² = {err @ err:.3g}) for position {position}")
 
 
+def tcp_pose_ik(model, data, q, frame, arm_q, arm_v, goal, iterations=3, damping=1e-4):
+    """Arm joints q[arm_q] moved toward the pose ``goal`` (pin.SE3, world) of frame id ``frame``: ``iterations``
+    damped least-squares steps on the frame's LOCAL_WORLD_ALIGNED Jacobian from q (nq,), written into q; returns
+    q[arm_q]. The differential IK of the end-effector-delta actions (a few steps from the previous target)."""
+    for _ in range(iterations):
+        pin.framesForwardKinematics(model, data, q)
+        X = data.oMf[frame]
+        err = np.concatenate([goal.translation - X.translation, pin.log3(goal.rotation @ X.rotation.T)])
+        J = pin.computeFrameJacobian(model, data, q, frame, pin.LOCAL_WORLD_ALIGNED)[:, arm_v]
+        q[arm_q] += J.T @ np.linalg.solve(J @ J.T + damping * np.eye(6), err)
+    return q[arm_q]
+
+
 def panda_box_grasp(box_xy=(0.5, -0.15), box_size=(0.16, 0.06, 0.21), box_mass=0.4, grasp_depth=0.02,
                     finger_gap=0.005, lifted=0.0, armature=0.1, robot_material=None, box_material=None,
                     ground_material=None):
@@ -213,3 +227,52 @@ def panda_box_grasp(box_xy=(0.5, -0.15), box_size=(0.16, 0.06, 0.21), box_mass=0
     q[fq] = opening
     q = panda_ik(sys0, (bx, by, zc + 0.5 * lz - grasp_depth), q_init=q)
     return build(q[sys0.robot_q_indices("panda")])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A peg in two-point contact in a channel (Whitney 1982): shared by tests/test_peg_physics.py and the creep study
+# --------------------------------------------------------------------------------------------------------------
+
+
+class TwoPointContact(NamedTuple):
+    """Where a tilted peg of width ``width`` touches a channel of width ``width + clearance`` at insertion depth
+    ``depth`` (the length of its left face below the left wall's top edge): the tilt ``theta`` [rad] (its tip leaning
+    towards +x) solving depth·sin θ + width·cos θ = width + clearance, the tip centre ``tip`` (3,), the peg axis
+    ``down`` (3,) (unit, from its top to its tip), ``normal`` (3,) (unit, the peg's right face normal) and the two
+    contact points: ``corner`` (its lower right edge on the right wall) and ``edge`` (the left wall's top edge on
+    its left face), world frame, the channel's top at z = 0 and centred on x = 0."""
+
+    theta: float
+    tip: np.ndarray
+    down: np.ndarray
+    normal: np.ndarray
+    corner: np.ndarray
+    edge: np.ndarray
+
+
+def two_point_contact(width, clearance, depth):
+    """The :class:`TwoPointContact` geometry of a peg in a channel."""
+    D = width + clearance
+    theta = math.asin(D / math.hypot(depth, width)) - math.atan2(width, depth)
+    down = np.array([math.sin(theta), 0.0, -math.cos(theta)])
+    normal = np.array([math.cos(theta), 0.0, math.sin(theta)])
+    edge = np.array([-0.5 * D, 0.0, 0.0])
+    tip = edge + 0.5 * width * normal + depth * down
+    return TwoPointContact(theta, tip, down, normal, tip + 0.5 * width * normal, edge)
+
+
+def peg_in_channel(width=0.02, clearance=4e-4, depth=0.01, length=0.08, thickness=0.02, mass=0.1, mu=0.3,
+                   stiffness=1e7, dissipation=10.0, wall_depth=0.2):
+    """A box peg (``width`` in x, ``thickness`` in y, ``length``) tilted in two-point contact
+    (:func:`two_point_contact`) between two fixed walls (a channel of width ``width + clearance``, its top at z = 0,
+    ``wall_depth`` deep, no floor), no gravity: what is left is the wrench a test applies. Both contacts start
+    exactly touching. Returns (system, TwoPointContact)."""
+    g = two_point_contact(width, clearance, depth)
+    mat = ContactMaterial(stiffness=stiffness, dissipation=dissipation, mu_static=mu)
+    b = SceneBuilder(gravity=(0.0, 0.0, 0.0))
+    D = width + clearance
+    for name, x in (("left", -0.5 * D - 0.05), ("right", 0.5 * D + 0.05)):
+        b.add_fixed(name, Box((0.1, 4 * thickness, wall_depth)), position=(x, 0.0, -0.5 * wall_depth), material=mat)
+    b.add_body("peg", Box((width, thickness, length)), mass=mass, position=g.tip - 0.5 * length * g.down,
+               rotation=_rot_y(-g.theta), material=mat)
+    return b.build(), g

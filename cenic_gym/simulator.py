@@ -23,7 +23,7 @@ from .cenic import AdvanceStats, CenicIntegrator, ContactResults, IntegratorStat
 from .contact import DEFAULT_MARGIN
 from .errors import SimulationError  # noqa: F401  (re-exported)
 from .external import ExternalSystem
-from .model import MultibodySystem
+from .model import MultibodySystem, _rotation, _vec3
 
 MAX_ACCURACY = 1.0  # [m, rad]: ε above this is no error control at all (quaternion components differ by ≤ 2)
 
@@ -38,8 +38,9 @@ class SimState:
     external systems' states (e.g. PID integrators); external: each external system's
     :meth:`~cenic_gym.external.ExternalSystem.get_params` (set-points, gains, effort limits, suction on);
     params: the model parameters domain randomization changes (per-geometry ``stiffness``, ``dissipation``,
-    ``mu_static``, ``mu_dynamic`` and ``shapes``; per joint (the rigid body it carries) ``mass`` [kg], ``com``
-    (3,) [m] and ``inertia`` (3, 3) [kg m²] about the COM, in the joint frame);
+    ``mu_static``, ``mu_dynamic``, ``shapes`` and ``placements``, (R (ng, 3, 3), p (ng, 3)) in the joints'
+    frames; per joint (the rigid body it carries) ``mass`` [kg], ``com`` (3,) [m] and ``inertia`` (3, 3) [kg m²]
+    about the COM, in the joint frame);
     contacts, efforts: :meth:`Simulator.contact_results` and :meth:`Simulator.applied_efforts` of the last step."""
 
     q: np.ndarray
@@ -211,7 +212,8 @@ class Simulator:
                       mu_dynamic=qy.geom_mu_d.copy(), mass=np.array([I.mass for I in model.inertias]),
                       com=np.array([I.lever for I in model.inertias]),
                       inertia=np.array([I.inertia for I in model.inertias]), shapes=tuple(qy.shapes),
-                      damping=it.damping.copy(), armature=np.array(model.armature, dtype=float))
+                      damping=it.damping.copy(), armature=np.array(model.armature, dtype=float),
+                      placements=tuple(a.copy() for a in qy.placement(slice(None))))
         return SimState(it.q.copy(), it.v.copy(), it.t, it.dt, it.z.copy(),
                         tuple(s.get_params() for s in self.external), params, it.contact_results(),
                         tuple(it.applied_efforts()), it.period_dt)
@@ -254,6 +256,8 @@ class Simulator:
             self.integrator.set_inertia(j, pin.Inertia(m, c, I))
         if "damping" in params:  # snapshots of before 2026-12 have none
             it.set_joint_dynamics(params["damping"], params["armature"])
+        if "placements" in params:  # nor these
+            it.set_placement(slice(None), *params["placements"])
 
     # -- the flat state vector ------------------------------------------------------------------------------------
     def state_vector_layout(self):
@@ -428,6 +432,23 @@ class Simulator:
     def geometry_shape(self, geom):
         """The current shape of a geometry (name or index) in this simulator."""
         return self.integrator.start.query.shapes[int(self._geometry_indices(geom)[0])]
+
+    def set_geometry_pose(self, geom, position, rotation=None):
+        """Move a geometry fixed to the world (name or index; :meth:`SceneBuilder.add_fixed`, a ground) to a new
+        pose from the next step on, in this simulator only: position [m], rotation (3x3, rpy [rad] or quaternion
+        xyzw; None: identity), world frame. Scenery drawn per episode (a fixture's pose, a hole's clearance) moves
+        this way without rebuilding the system; snapshots (:meth:`get_state`) keep the poses."""
+        i = int(self._geometry_indices(geom)[0])
+        g = self.system.geometries[i]
+        if g.joint != 0:
+            raise ValueError(f"geometry {g.name!r} moves with a body: set_geometry_pose moves world-fixed geometry")
+        self.integrator.set_placement(i, _rotation(rotation), _vec3(position, "position"))
+
+    def geometry_pose(self, geom):
+        """(position (3,) [m], rotation (3, 3)) of a geometry in its body's frame (the world's for fixed geometry)
+        in this simulator: the built placement or the one :meth:`set_geometry_pose` gave it (copies)."""
+        R, p = self.integrator.start.query.placement(int(self._geometry_indices(geom)[0]))
+        return p.copy(), R.copy()
 
     def _joint_dofs(self, joints):
         """v indices of 1-DOF joints named by ``joints`` (a name or a list): the model's name (``"panda/panda_joint1"``)

@@ -856,7 +856,7 @@ def friction_bound_mismatch(v, dt, vs, contacts, fn, gn, rtol, atol):
             vc0 += Jc[i, 0, j] * vj
             vc1 += Jc[i, 1, j] * vj
             vc2 += Jc[i, 2, j] * vj
-        b, eps, vhat, _ = contact_step_params(dt, phi0[i], ck[i], cd[i], cmu[i], fn[i], cw[i], vs)
+        b, eps, vhat, _ = contact_step_params(dt, phi0[i], ck[i], cd[i], fn[i], vs)
         vn = vc0 * normal[i, 0] + vc1 * normal[i, 1] + vc2 * normal[i, 2]
         _, g, _ = normal_cost(vn, dt, phi0[i], ck[i], cd[i], vhat)
         gn[i] = -g
@@ -937,8 +937,7 @@ def friction_bound_jacobian(v, A, r, dt, vs, contacts, limits, gains, couplers, 
     Xt[:, :] = 0.0
     for a in range(m):
         i = idx[a]
-        curv[a] = friction_bound_sensitivity(vc[i], normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], cfn0[i], cw[i], vs,
-                                             sens)
+        curv[a] = friction_bound_sensitivity(vc[i], normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], cfn0[i], vs, sens)
         for j in range(ncols[i]):
             Xt[cols[i, j], a] += Jc[i, 0, j] * sens[0] + Jc[i, 1, j] * sens[1] + Jc[i, 2, j] * sens[2]
     _cholesky_solve_columns(L, Xt, solve_partition(blocks, nv), mask)
@@ -978,8 +977,7 @@ def coulomb_newton_bounds(v, A, r, dt, vs, contacts, limits, gains, couplers, gn
     sens = np.empty(3)
     m = 0
     for i in range(nc):
-        closed = friction_bound_sensitivity(vc[i], normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], fn[i], cw[i], vs,
-                                            sens) != 0.0
+        closed = friction_bound_sensitivity(vc[i], normal[i], dt, phi0[i], ck[i], cd[i], cmu[i], fn[i], vs, sens) != 0.0
         if closed or gn[i] != dt * fn[i]:
             take[m] = i
             m += 1

@@ -16,7 +16,7 @@ from gymnasium import spaces
 from cenic_gym import Box, ContactMaterial, InverseDynamicsPD, JointPD, SceneBuilder
 from cenic_gym.env import CenicEnv, ObsLayout, Segment, StateView
 from cenic_gym.model import matrix_to_quat_xyzw
-from cenic_gym.scenes import min_jerk, panda_ik
+from cenic_gym.scenes import min_jerk, panda_ik, tcp_pose_ik
 
 from . import panda_constants as pc
 
@@ -437,13 +437,7 @@ OBSERVATION_TABLE
         pin.framesForwardKinematics(m, d, q)
         X = d.oMf[self.tcp]
         goal = pin.SE3(pin.exp3(drot) @ X.rotation, (X.translation if origin is None else origin) + dp)
-        for _ in range(iterations):
-            pin.framesForwardKinematics(m, d, q)
-            X = d.oMf[self.tcp]
-            err = np.concatenate([goal.translation - X.translation, pin.log3(goal.rotation @ X.rotation.T)])
-            J = pin.computeFrameJacobian(m, d, q, self.tcp, pin.LOCAL_WORLD_ALIGNED)[:, self.arm_v]
-            q[self.arm_q] += J.T @ np.linalg.solve(J @ J.T + damping * np.eye(6), err)
-        return q[self.arm_q]
+        return tcp_pose_ik(m, d, q, self.tcp, self.arm_q, self.arm_v, goal, iterations, damping)
 
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _observe(self):

@@ -13,12 +13,12 @@ def _contact(vc, params):
     return c, np.array(g), np.array(H).reshape(3, 3)
 
 
-def _params(dt=1e-2, phi0=-1e-3, k=1e5, d=10.0, mu=0.5, fn0=None, w=1.0, vs=1e-4, normal=None):
+def _params(dt=1e-2, phi0=-1e-3, k=1e5, d=10.0, mu=0.5, fn0=None, vs=1e-4, normal=None):
     n = normal if normal is not None else RNG.normal(size=3)
     n = n / np.linalg.norm(n)
     if fn0 is None:
         fn0 = k * max(-phi0, 0.0)
-    return (n, dt, phi0, k, d, mu, fn0, w, vs)
+    return (n, dt, phi0, k, d, mu, fn0, vs)
 
 
 def _fd_check(f, x, h, rtol, atol):
@@ -45,7 +45,7 @@ def test_contact_gradient_hessian_fd(slip, phi0, d):
         n = p[0]
         t = np.cross(n, RNG.normal(size=3))
         t /= np.linalg.norm(t)
-        gn0, eps, vhat, _ = icf.contact_step_params(p[1], phi0, p[3], d, p[5], p[6], p[7], p[8])
+        gn0, eps, vhat, _ = icf.contact_step_params(p[1], phi0, p[3], d, p[6], p[7])
         vn = vhat - abs(RNG.normal()) * 0.05 - 1e-3  # inside the active region, away from the kink at v̂
         vc = vn * n + slip * t
         h = min(slip, 1e-3) * 1e-3
@@ -64,7 +64,7 @@ def test_contact_gradient_outside_active_region_is_friction_only():
 
 def test_normal_cost_continuous_at_vhat_and_sign_of_impulse():
     dt, phi0, k, d = 1e-2, -1e-3, 1e5, 20.0
-    _, _, vhat, _ = icf.contact_step_params(dt, phi0, k, d, 0.5, k * 1e-3, 1.0, 1e-4)
+    _, _, vhat, _ = icf.contact_step_params(dt, phi0, k, d, k * 1e-3, 1e-4)
     below = icf.normal_cost(vhat - 1e-9, dt, phi0, k, d, vhat)
     above = icf.normal_cost(vhat + 1e-9, dt, phi0, k, d, vhat)
     assert abs(below[0] - above[0]) < 1e-9
@@ -76,7 +76,7 @@ def test_normal_cost_continuous_at_vhat_and_sign_of_impulse():
 
 def test_friction_impulse_bounded_by_lagged_cone_and_opposes_slip():
     p = _params(phi0=-2e-3, d=0.0)
-    n, dt, phi0, k, d, mu, fn0, w, vs = p
+    n, dt, phi0, k, d, mu, fn0, vs = p
     for _ in range(50):
         vc = RNG.normal(size=3)
         gamma = np.zeros(3)

@@ -3,7 +3,7 @@
 numba's ``cache=True`` checks only the file that defines a kernel (numba issue #1833): ``cenic.contact_forces``
 calls ``icf.contact_impulse`` (compiled in), so after an edit of icf.py plain numba loads the old contact_forces.
 Each test copies the package to a temporary directory and runs three fresh interpreters on the copy, with a private
-``NUMBA_CACHE_DIR``: (1) compile and cache, (2) after icf.py's ``REGULARIZATION_SIGMA`` is scaled by 1000 (the
+``NUMBA_CACHE_DIR``: (1) compile and cache, (2) after icf.py's friction regularization ε is scaled by 1000 (the
 friction force changes), (3) after an edit of simulator.py, which no kernel module imports (the cache is used). A
 pair of small kernels: ~2 s a compile.
 """
@@ -25,7 +25,7 @@ from cenic_gym.cenic import contact_forces
 from cenic_gym.icf import ContactPool
 nc = sys.modules.get("cenic_gym._numba_cache")  # absent in the plain-numba copy
 cold = nc.is_cold() if nc else None  # before anything is compiled or loaded
-# one sliding contact: v_c = (0.3, 0, -0.1) m/s, normal +z; the friction force depends on REGULARIZATION_SIGMA
+# one sliding contact: v_c = (0.3, 0, -0.1) m/s, normal +z; the friction force depends on ε
 one, ones = np.ones(1), np.ones((1, 3))
 force, slip = np.zeros((1, 3)), np.zeros(1)
 pool = ContactPool(np.eye(3)[None], np.array([[0, 1, 2]]), np.array([3]), ones * [0, 0, 1], -1e-3 * one, 1e5 * one,
@@ -65,8 +65,9 @@ def _run(tmp_path, pkg):
 def _edit_callee_and_rerun(tmp_path, plain):
     pkg = _copy_package(tmp_path, plain)
     first = _run(tmp_path, pkg)
-    with open(pkg / "icf.py", "a") as f:  # a change of the callee's module only
-        f.write("\nREGULARIZATION_SIGMA = 1000.0 * REGULARIZATION_SIGMA\n")
+    icf = (pkg / "icf.py").read_text()  # a change of the callee's module only
+    assert icf.count("    eps = vs\n") == 1, "icf.contact_step_params no longer sets eps = vs"
+    (pkg / "icf.py").write_text(icf.replace("    eps = vs\n", "    eps = 1000.0 * vs\n"))
     edited = _run(tmp_path, pkg)
     with open(pkg / "simulator.py", "a") as f:  # outside every kernel's imports
         f.write("\n# edited\n")
@@ -77,7 +78,7 @@ def test_edit_of_a_callee_module_recompiles_the_caller(tmp_path):
     first, edited, again = _edit_callee_and_rerun(tmp_path, plain=False)
     assert first["misses"] >= 1 and first["hits"] == 0
     assert edited["misses"] >= 1 and edited["hits"] == 0, "compiled kernel of the old icf.py was loaded"
-    assert edited["force"][0] != pytest.approx(first["force"][0], rel=1e-3)  # friction sees the new σ
+    assert edited["force"][0] != pytest.approx(first["force"][0], rel=1e-3)  # friction sees the new ε
     assert again["hits"] >= 1 and again["misses"] == 0 and again["force"] == edited["force"]  # kept
     assert (tmp_path / "numba_cache" / "cenic_gym").is_dir()  # under the user's NUMBA_CACHE_DIR
     # is_cold(), which decides the "compiling…" notice: cold on an empty cache and after an edit the integrator's

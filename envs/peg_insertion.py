@@ -27,6 +27,7 @@ from . import panda_constants as pc
 
 WALLS = 8  # the octagon's sides
 SENSOR_FRAME = "panda/panda_hand"  # the flange of the hand: the wrist force/torque sensor sits between the two
+TCP_TO_FLANGE = 0.1034  # the TCP is this far from the flange along the hand's z [m] (example-robot-data)
 TOOL_GEOMS = ("panda/panda_hand_", pc.LEFT_FINGER_GEOMS, pc.RIGHT_FINGER_GEOMS)  # beyond the sensor
 
 
@@ -37,9 +38,13 @@ def default_config():
         action_scale=(0.005, 0.05),  # TCP target change per step at |a| = 1: translation [m], rotation [rad]
         max_lead=(0.01, 0.1),  # the TCP target stays within this of the measured TCP: translation [m], rotation
         # [rad] (bounds the force the arm presses with, about 10-20 N at the default gains)
-        arm_kp=pc.ARM_KP, arm_kd=pc.ARM_KD, grip_kp=pc.GRIP_KP, grip_kd=pc.GRIP_KD,
-        grip_force=40.0,  # per finger [N] (the Franka Hand: 70 N continuous)
+        arm_kp=1000.0, arm_kd=63.2,  # inverse-dynamics PD, critically damped at ω = 31.6 rad/s (stiffer than
+        # the pick-and-place's 400, 40: the search moves the peg by tenths of a millimetre against friction)
+        grip_kp=2e4, grip_kd=100.0,  # finger PD on the opening (q_d = 0): saturates at grip_force on the peg
+        grip_force=40.0,  # squeeze of each finger [N] (the Franka Hand: 70 N continuous)
         armature=pc.ARMATURE,
+        finger_armature=5.0,  # reflected inertia of the hand's finger drive on each finger [kg] (a spindle drive: the
+        # coupler that makes the second finger mimic the first is near-rigid, as stiff as this mass allows)
         peg_radius=0.01, peg_length=0.07, peg_mass=0.06,  # an aluminium peg, Ø 20 mm
         grasp_offset=0.055,  # peg tip below the TCP along the hand's z axis, nominal [m] (its top 15 mm above)
         clearance=5e-4,  # diametral clearance [m]: hole diameter − peg diameter (1e-4 … 5e-3)
@@ -49,7 +54,7 @@ def default_config():
         fixture_range=0.015,  # hole axis drawn U(±range) per axis around fixture_xy [m]
         fixture_yaw=math.pi / WALLS,  # octagon yaw drawn U(±fixture_yaw) [rad]
         camera_error=(1e-3, 0.0),  # std of the observed hole position's error, per episode: horizontal, vertical [m]
-        grasp_noise=(2e-3, 3e-3, 0.03),  # U(±) of the peg in the fingers: along the pads [m], along its axis [m],
+        grasp_noise=(1e-3, 1e-3, 0.02),  # U(±) of the peg in the fingers: along the pads [m], along its axis [m],
         # tilt about the closing axis [rad]
         start_height=(0.015, 0.03),  # peg tip above the fixture top at the start, U(low, high) [m]
         start_offset=0.02,  # start TCP above the hole axis + U(±offset) per horizontal axis [m]
@@ -113,7 +118,8 @@ OBS = ObsLayout(
     Segment("arm_joint_velocities", 7, 0.05, "arm joint velocities [rad/s]"),
     Segment("tcp_position", 3, 0.0005, "TCP position [m]"),
     Segment("tcp_quaternion", 4, 0.002, "TCP orientation quaternion (x, y, z, w), w ≥ 0"),
-    Segment("target_minus_tcp", 3, 0.0, "TCP target position − TCP position [m] (the controller's lead)"),
+    Segment("target_minus_tcp", 6, 0.0, "the controller's lead: TCP target position − TCP position [m], rotation "
+            "vector of the target's orientation relative to the TCP's, world frame [rad]"),
     Segment("wrench", 6, 0.2, "wrist force [N] and torque [N m] the tool receives, in the sensor (flange) frame"),
     Segment("hole_position", 3, 0.0, "observed hole: top centre of the hole as the camera gives it [m]"),
     Segment("tip_minus_hole", 3, 0.0005, "nominal peg tip (TCP + grasp_offset along the hand's z) − observed "
@@ -187,7 +193,7 @@ class PegInsertionEnv(CenicEnv):
 
     ## Observation space
 
-    ``Box(-inf, inf, (42,), float32)`` (``peg_insertion.OBS`` declares it):
+    ``Box(-inf, inf, (45,), float32)`` (``peg_insertion.OBS`` declares it):
 
 OBSERVATION_TABLE
 
@@ -218,7 +224,7 @@ OBSERVATION_TABLE
     The hole axis at (0.5, 0.0) m + U(±15 mm) per axis, the octagon's yaw U(±22.5°); the camera's error of it
     N(0, 1 mm) per horizontal axis (``camera_error``), fixed for the episode. The TCP hand-down above the hole axis
     + U(±2 cm) per horizontal axis, the nominal peg tip U(15, 30) mm above the fixture top; the peg in the fingers
-    at its nominal grasp + U(±2 mm) along the pads, U(±3 mm) along its axis and tilted U(±0.03 rad) about the
+    at its nominal grasp + U(±1 mm) along the pads, U(±1 mm) along its axis and tilted U(±0.02 rad) about the
     closing axis; the fingers squeeze for 0.3 s (``grasp_settle``, arm targets held) before the first observation.
 
     With ``domain_randomization``: peg and fixture friction U(0.2, 0.5) each (the pair 2 μ1 μ2 / (μ1 + μ2)),
@@ -284,7 +290,8 @@ OBSERVATION_TABLE
                                                                    dissipation=c["finger_dissipation"],
                                                                    mu_static=c["finger_mu"]),
                     q0=np.concatenate([pc.HOME, [pc.FINGER_OPEN, pc.FINGER_OPEN]]),
-                    armature={j: c["armature"] for j in pc.ARM_JOINTS})
+                    armature={**{j: c["armature"] for j in pc.ARM_JOINTS},
+                              **{j: c["finger_armature"] for j in ("panda_finger_joint1", "panda_finger_joint2")}})
         inner = c["peg_radius"] + 0.5 * c["clearance"]
         shape = wall_box(inner, c["fixture_wall"], c["hole_depth"])
         for i, (p, R) in enumerate(wall_poses(c["fixture_xy"], 0.0, inner, c["fixture_wall"], c["hole_depth"])):
@@ -302,8 +309,9 @@ OBSERVATION_TABLE
         self.arm_lower, self.arm_upper = m.lowerPositionLimit[self.arm_q], m.upperPositionLimit[self.arm_q]
         self.fixture_geoms = [f"fixture{i}" for i in range(WALLS)]
         self.arm = InverseDynamicsPD(system, self.arm_v, kp=c["arm_kp"], kd=c["arm_kd"], q_d=pc.HOME)
+        # the second finger mimics the first (a coupler): the joint's effort is shared by both fingers
         self.grip = JointPD(system, self.finger_v, kp=c["grip_kp"], kd=c["grip_kd"], q_d=0.0,
-                            effort_limit=c["grip_force"])
+                            effort_limit=2.0 * c["grip_force"])
         self.sensor = WrenchSensor(system, SENSOR_FRAME, TOOL_GEOMS)
         self._kin = m.createData()  # the policy-side kinematics (differential IK)
         self.tcp = system.frame_id(pc.TCP)
@@ -373,8 +381,9 @@ OBSERVATION_TABLE
     # -- what the policy sees ------------------------------------------------------------------------------------
     def _observe(self):
         s = self.view
+        target = self._tcp_target()
         return OBS.pack(s.q[self.arm_q], s.v[self.arm_v], s.p_tcp, quat_xyzw(s.R_tcp),
-                        self._tcp_target().translation - s.p_tcp, s.wrench.force,
+                        target.translation - s.p_tcp, pin.log3(target.rotation @ s.R_tcp.T), s.wrench.force,
                         s.wrench.torque, self.hole_seen, s.p_tip_nominal - self.hole_seen, self._prev_action)
 
     # -- reward, success -----------------------------------------------------------------------------------------
@@ -434,41 +443,40 @@ def _floats(value, n, name):
     return x
 
 
-class TiltInsertTeacher:
+class ForceSearchTeacher:
     """A feedback insertion policy that sees what the policy sees (the observation: TCP pose, the controller's
     lead, the wrist wrench, the hole as the camera gives it; the peg's grasp assumed nominal), so a network can
-    learn it (DAgger): tilt, touch, slide until the rim drops into the hole, stand the peg up, push it in.
+    learn it (DAgger): over the hole, down to touch, a search guided by the wrist's moment until the peg drops in,
+    then a compliant push to the bottom.
 
-    The hole seen by the camera may be off by more than the clearance, so the peg is not aimed at it: tilted by
-    ``TILT`` about the world y axis (its tip leaning towards +x), the lowest point of its rim trails on the −x side
-    and is put down on the fixture's top surface ``START`` outside the hole's −x edge, then slid towards +x pressing
-    with ``PRESS`` until it drops over the edge (the tip's estimate ``DROP`` below the top); then the peg is turned
-    upright about its tip while pressing on, and pushed in with ``PUSH``. Directions in contact are force
-    controlled: the target moves by ``ADMIT`` per newton of force error each step (an integral admittance), and
-    sideways with the lateral force and moment (``COMPLY``); free directions are position controlled. Stages are
-    decided from the observation alone."""
+    The camera's error (1 mm) is larger than the clearance, so the peg, held upright and put down on the seen
+    hole, lands with its lower face partly over the hole and partly on the fixture's top: it rests on a crescent on
+    the side away from the hole's axis. Pressed down with ``PRESS``, that support's moment about the tip,
+    M_tip = ρ F (u × z) for a support at distance ρ in the horizontal direction u, points the way: the peg is moved
+    by ``STEP`` per step towards −u (its target leads the TCP by at most ``LEAD`` sideways, against the fixture's
+    friction) until the tip (estimated from the TCP and the nominal grasp) is ``DROP`` below the top: the peg has
+    caught in the hole. In the hole it is pushed in with ``PUSH``, moving sideways with the walls' lateral force and
+    turning about its tip with their moment about it (an integral admittance, ``COMPLY``: a remote centre of
+    compliance at the tip). Contact directions are force controlled (the target moves by ``ADMIT`` per newton of
+    force error each step), free ones position controlled."""
 
-    TILT = 0.2  # [rad]
-    START = 0.003  # lowest rim point outside the hole's edge when it touches down [m]
-    HOVER = 0.004  # above the top surface while moving over it [m]
-    DROP = 0.0015  # tip estimate this far below the top: the rim is in the hole [m]
-    UPRIGHT = 0.01  # tilt below which the peg is pushed straight in [rad]
-    TOUCH = 1.5  # upward force that means the peg touches [N]
-    PRESS = 4.0  # normal force while sliding and standing up [N]
+    HOVER = 0.003  # tip above the top surface when moving over it [m]
+    DESCEND = 0.0015  # approach speed per step near the surface [m]
+    SURFACE = -0.0015  # tip estimate above this depth: still approaching [m]
+    DROP = 0.0025  # tip estimate this far below the top: caught in the hole [m]
+    STEP = 2e-4  # search step towards the hole [m]
+    LEAD = 0.0015  # the search's target leads the TCP by at most this, sideways [m]
+    SEARCH = 0.006  # tip estimate this far from the seen axis: lift off and start again over it [m]
+    PRESS = 2.0  # on the surface while searching [N]
     PUSH = 8.0  # insertion force [N]
-    SLIDE = 0.0015  # slide per step [m]
-    DESCEND = 0.001  # approach speed per step [m]
-    TURN = 0.02  # upright rotation per step [rad]
-    ADMIT = 2e-4  # target change per newton of force error, per step [m/N]
-    COMPLY = (2e-4, 0.02)  # lateral admittance [m/N] and rotational [rad/(N m)] per step
+    ADMIT = 1e-4  # target change per newton of force error, per step [m/N]
+    COMPLY = (2e-4, 0.05)  # lateral admittance [m/N] and rotational about the tip [rad/(N m)], per step
 
     def __init__(self, env):
         self.env = env.unwrapped
         c = self.env.config
         self.scale, self.rot_scale = c["action_scale"]
         self.offset = c["grasp_offset"]
-        self.radius = c["peg_radius"]
-        self.inner = c["peg_radius"] + 0.5 * c["clearance"]  # the nominal hole
 
     def reset(self):
         """Nothing to reset: the policy is a function of the observation."""
@@ -478,42 +486,39 @@ class TiltInsertTeacher:
         p_tcp = o[OBS["tcp_position"]]
         x, y, z, w = o[OBS["tcp_quaternion"]]
         R = pin.Quaternion(w, x, y, z).normalized().toRotationMatrix()
-        lead = o[OBS["target_minus_tcp"]]
+        lead, lead_rot = o[OBS["target_minus_tcp"]][:3], o[OBS["target_minus_tcp"]][3:]
         F = R @ o[OBS["wrench"]][:3]  # force on the tool, world frame [N]
-        M = R @ o[OBS["wrench"]][3:]
+        tip = p_tcp + self.offset * R[:, 2]
+        M_tip = R @ o[OBS["wrench"]][3:] - np.cross(tip - (p_tcp - TCP_TO_FLANGE * R[:, 2]), F)  # about the tip
         hole = o[OBS["hole_position"]]
-        axis = R[:, 2]  # the hand's z: along the peg, towards its tip
-        tip = p_tcp + self.offset * axis
-        depth = hole[2] - tip[2]
-        tilt = math.acos(min(1.0, max(-1.0, -axis[2])))
-        push = F[2]  # what the surface pushes up with [N]
-        if depth < self.DROP:  # above the hole: tilt, touch down outside the −x edge, slide in +x
-            goal_R = pin.exp3(np.array([0.0, -self.TILT, 0.0])) @ pc.HAND_DOWN  # tip leaning towards +x
-            low = tip - self.radius * np.array([math.cos(tilt), 0.0, math.sin(tilt)])  # the rim's lowest point
-            start = np.array([hole[0] - self.inner - self.START, hole[1], hole[2] + self.HOVER])
-            if push > self.TOUCH:  # on the surface: slide towards +x, pressing
-                target = np.array([self.SLIDE, 0.3 * (hole[1] - tip[1]), 0.0]) - lead
-                target[2] = -self.ADMIT * (self.PRESS - push)
-            elif abs(tilt - self.TILT) < 0.03 and abs(low[0] - start[0]) < 0.002 and abs(low[1] - start[1]) < 0.002:
-                target = np.array([start[0] - low[0], start[1] - low[1], -self.DESCEND]) - lead  # down to touch
-            elif low[2] < hole[2] + 0.5 * self.HOVER and low[0] > start[0] - 0.002:
-                target = np.array([0.0, 0.0, self.HOVER]) - lead  # up before moving over the surface
+        e = tip - hole
+        depth = -e[2]
+        push = F[2]  # what the fixture pushes up with [N]
+        upright = pc.HAND_DOWN
+        if depth >= self.DROP:  # in the hole: push in, going with the walls' force, turning with their moment
+            turn = self.COMPLY[1] * np.array([M_tip[0], M_tip[1], 0.0])
+            move = self.COMPLY[0] * np.array([F[0], F[1], 0.0]) + np.cross(turn, p_tcp - tip)
+            move[2] = -self.ADMIT * (self.PUSH - push)
+            return self._action(move, pin.exp3(turn) @ R, R, lead_rot)
+        r = math.hypot(e[0], e[1])
+        if depth < self.SURFACE or r > self.SEARCH:  # above the fixture (or lost): over the seen axis, then down
+            if r > 0.001:  # across at the hover height
+                dz = max(self.HOVER - (tip[2] - hole[2]), 0.0)
             else:
-                target = start - low - lead  # to above the start point
-            return self._action(target, goal_R, R, p_tcp, tip)
-        lateral = self.COMPLY[0] * np.array([F[0], F[1], 0.0])  # go with the walls' push
-        if tilt > self.UPRIGHT:  # the rim is in: stand the peg up about its tip, pressing down
-            goal_R = pin.exp3(np.array([0.0, -max(tilt - self.TURN, 0.0), 0.0])) @ pc.HAND_DOWN
-            target = lateral + np.array([0.0, 0.0, -self.ADMIT * (self.PRESS - push)])
-            return self._action(target, goal_R, R, p_tcp, tip)
-        # upright in the hole: push in, going with the lateral force and moment
-        target = lateral + np.array([0.0, 0.0, -self.ADMIT * (self.PUSH - push)])
-        goal_R = pin.exp3(self.COMPLY[1] * np.array([M[0], M[1], 0.0])) @ R
-        return self._action(target, goal_R, R, p_tcp, tip)
+                dz = -max(self.DESCEND, 0.5 * (tip[2] - hole[2]))
+            return self._action(np.array([-e[0], -e[1], dz]) - lead, upright, R, lead_rot)
+        # on the fixture: pressed with PRESS, stepping away from the support the moment points at
+        u = np.array([-M_tip[1], M_tip[0]])
+        norm = float(np.linalg.norm(u))
+        xy = -self.STEP * u / norm if norm > 0.002 * max(push, 0.1) else np.zeros(2)  # 2 mm of lever at least
+        ahead = float(np.linalg.norm(lead[:2]))
+        if ahead > self.LEAD:
+            xy = xy - lead[:2] * (1.0 - self.LEAD / ahead)
+        move = np.array([*xy, -self.ADMIT * (self.PRESS - push)])
+        return self._action(move, upright, R, lead_rot)
 
-    def _action(self, move, goal_R, R, p_tcp, tip):
-        """The action that moves the TCP's target by ``move`` and turns the hand towards ``goal_R`` about the tip
-        (the TCP swings by rot × (TCP − tip), added to ``move``)."""
-        rot = np.clip(pin.log3(goal_R @ R.T), -self.rot_scale, self.rot_scale)
-        move = move + np.cross(rot, p_tcp - tip)
+    def _action(self, move, goal_R, R, lead_rot):
+        """The action that moves the TCP's target by ``move`` and turns the hand's target towards ``goal_R`` (from
+        where it leads the hand, ``lead_rot``)."""
+        rot = np.clip(pin.log3(goal_R @ R.T) - lead_rot, -self.rot_scale, self.rot_scale)
         return np.concatenate([np.clip(move / self.scale, -1.0, 1.0), rot / self.rot_scale]).astype(np.float32)

@@ -8,7 +8,8 @@ import importlib
 SCRIPTED_POLICIES = {"CenicFranka-v0": "cenic_gym.envs.franka_box:ScriptedExpert",
                      "CenicSuction-v0": "cenic_gym.envs.suction_pick:ScriptedPicker",
                      "CenicQuadruped-v0": "cenic_gym.envs.quadruped:TrotGait",
-                     "CenicAllegro-v0": "cenic_gym.envs.allegro_cube:ScriptedRotator"}
+                     "CenicAllegro-v0": "cenic_gym.envs.allegro_cube:ScriptedRotator",
+                     "CenicPegInsertion-v0": "cenic_gym.envs.peg_insertion:ForceSearchTeacher"}
 
 
 def scripted_policy_class(env_id):

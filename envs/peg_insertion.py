@@ -444,8 +444,9 @@ def _floats(value, n, name):
 
 
 class ForceSearchTeacher:
-    """A feedback insertion policy that sees what the policy sees (the observation: TCP pose, the controller's
-    lead, the wrist wrench, the hole as the camera gives it; the peg's grasp assumed nominal), so a network can
+    """A feedback insertion policy that sees what the policy sees (the noise-free observation: TCP pose, the
+    controller's lead, the wrist wrench, the hole as the camera gives it; the peg's grasp assumed nominal; its own
+    ``obs`` argument is not used), so a network can
     learn it (DAgger): over the hole, down to touch, a search guided by the wrist's moment until the peg drops in,
     then a compliant push to the bottom.
 
@@ -481,8 +482,8 @@ class ForceSearchTeacher:
     def reset(self):
         """Nothing to reset: the policy is a function of the observation."""
 
-    def __call__(self, obs):
-        o = np.asarray(obs, dtype=float)
+    def __call__(self, obs=None):
+        o = self.env._observe()  # the observation, noise-free (what the policy sees at obs_noise=0)
         p_tcp = o[OBS["tcp_position"]]
         x, y, z, w = o[OBS["tcp_quaternion"]]
         R = pin.Quaternion(w, x, y, z).normalized().toRotationMatrix()

@@ -150,6 +150,15 @@ PICK_PLACE_DAGGER = dict(
 SUCTION_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs={}, train_env_kwargs={},
                       dagger=dict(PICK_PLACE_DAGGER["dagger"], teacher="cenic_gym.envs.suction_pick:SuctionExpert"))
 
+# The peg insertion by DAgger from the feedback teacher envs.peg_insertion.ForceSearchTeacher (touch down on the seen
+# hole, step away from the support the wrist's moment points at until the peg drops in, push it in with a remote
+# centre of compliance at the tip). The teacher acts from the observation alone (the wrist wrench, the seen hole, the
+# controller's lead, the TCP pose; the grasp assumed nominal), so the network can copy it; the task's own actions,
+# starts, camera error, 200-step episodes and accuracy for training and evaluation alike, and no training aid.
+PEG_DAGGER = dict(PICK_PLACE_DAGGER, env_kwargs={}, train_env_kwargs={}, steps=100_000, eval_every=20_000,
+                  checkpoint_every=20_000,
+                  dagger=dict(PICK_PLACE_DAGGER["dagger"], teacher="cenic_gym.envs.peg_insertion:ForceSearchTeacher"))
+
 # The Go1 joystick by DAgger from the feedback teacher envs.quadruped.GaitTeacher through the env's gait action mode
 # (a trot generator driven by a stance velocity, a step offset, a posture and residual joint offsets; the phase
 # observed): the task's own commands, 1000-step episodes and accuracy for training and evaluation alike, and no
@@ -229,6 +238,9 @@ CONFIGS: dict[str, dict[str, dict]] = {
         "sac": ALLEGRO_SAC,
         **off_policy(ALLEGRO_SAC),
     },
+    "CenicPegInsertion-v0": {
+        "dagger": PEG_DAGGER,
+    },
     "CenicSuction-v0": {
         "dagger": SUCTION_DAGGER,
         "ppo": {**_PPO_WIDE, "env_kwargs": {}},
@@ -240,7 +252,7 @@ CONFIGS: dict[str, dict[str, dict]] = {
 ALGOS = tuple(LEARNERS)
 # the algo `cenic-gym train ENV` runs when --algo is not given: the env's recipe that learns its task; PPO elsewhere
 DEFAULT_ALGOS = {"CenicFranka-v0": "dagger", "CenicFrankaGoal-v0": "sac", "CenicQuadruped-v0": "dagger",
-                 "CenicAllegro-v0": "dagger", "CenicSuction-v0": "dagger"}
+                 "CenicAllegro-v0": "dagger", "CenicSuction-v0": "dagger", "CenicPegInsertion-v0": "dagger"}
 
 
 def default_algo(env_id: str) -> str:

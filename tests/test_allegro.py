@@ -320,17 +320,18 @@ def test_scripted_rotator_pinch_points_and_fingers():
 
 
 def test_scripted_rotator_pinch_drags_the_cube_forward():
-    """The pinch can move a drifted cube forward over the palm: seed 20 at ε = 1e-3, the first pinch ends with
-    the cube centre ≥ 5 mm further towards the fingers (+x) than where it began (18 mm when written), not dropped
+    """The pinch can move a drifted cube forward over the palm: seed 3 at ε = 1e-3, the first pinch ends with
+    the cube centre ≥ 5 mm further towards the fingers (+x) than where it began (18.7 mm when written), not dropped
     and resting on a face. It is not reliable, which is why it is off by default: the first complete pinches of
-    seeds 0–29 moved the cube by −30 … +19 mm along x, forward in 4 of 14 (seed 8, the example before the step
-    stretch of ``cenic.attempt_step_size`` changed its trajectory: 12 → 2 mm). Chaotic like every scripted episode:
-    a change of a solve can move it."""
+    seeds 0–29 moved the cube by −30 … +19 mm along x, ≥ 5 mm forward in 5 of 14 (measured after the friction
+    regularization became ε = v_s, 2026-12, which changed every trajectory: the example before it, seed 20, no
+    longer completes a pinch in 80 steps; seed 8 before the step stretch of ``cenic.attempt_step_size``). Chaotic
+    like every scripted episode: a change of a solve can move it."""
     from cenic_gym.envs.allegro_cube import ScriptedRotator
     env = gym.make("CenicAllegro-v0")
     e = env.unwrapped
     policy = ScriptedRotator(env, recentre=-0.050, pinch_open_steps=3, thumb_wall=None)  # as measured: thumb open
-    obs, _ = env.reset(seed=20)
+    obs, _ = env.reset(seed=3)
     policy.reset()
     start = None
     for _ in range(80):

@@ -24,6 +24,7 @@ from cenic_gym.scenes import panda_ik, tcp_pose_ik
 from cenic_gym.sensors import WrenchSensor
 
 from . import panda_constants as pc
+from .franka_box import _floats, quat_xyzw
 
 WALLS = 8  # the octagon's sides
 SENSOR_FRAME = "panda/panda_hand"  # the flange of the hand: the wrist force/torque sensor sits between the two
@@ -82,12 +83,6 @@ def randomize(config, rng):
         return dict(peg_mu=config["peg_mu"], fixture_mu=config["fixture_mu"], clearance=config["clearance"],
                     arm_kp_scale=1.0, camera_error_scale=1.0)
     return {k: float(rng.uniform(*ranges[k])) for k in keys}
-
-
-def quat_xyzw(R):
-    """Unit quaternion (x, y, z, w) of a rotation matrix, with w ≥ 0."""
-    q = matrix_to_quat_xyzw(R)
-    return -q if q[3] < 0 else q
 
 
 def rot_z(yaw):
@@ -434,13 +429,6 @@ def _clip_norm(x, limit):
     """x scaled down to norm ``limit`` where it is longer."""
     n = float(np.linalg.norm(x))
     return x * (limit / n) if n > limit else x
-
-
-def _floats(value, n, name):
-    x = np.asarray(value, dtype=float).reshape(-1)
-    if x.shape != (n,) or not np.all(np.isfinite(x)):
-        raise ValueError(f"reset option {name} must be {n} finite numbers, got {value!r}")
-    return x
 
 
 class ForceSearchTeacher:

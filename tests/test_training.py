@@ -74,7 +74,7 @@ def test_cli_list_and_bench(capsys):
     assert cli.main(["list"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [line.split()[0] for line in lines] == ["CenicAllegro-v0", "CenicFranka-v0", "CenicFrankaGoal-v0",
-                                                   "CenicQuadruped-v0", "CenicSuction-v0"]
+                                                   "CenicPegInsertion-v0", "CenicQuadruped-v0", "CenicSuction-v0"]
     assert cli.main(["bench", "CenicFranka-v0", "--steps", "5"]) == 0
     assert "env steps/s" in capsys.readouterr().out
 

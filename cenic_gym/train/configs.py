@@ -238,8 +238,11 @@ CONFIGS: dict[str, dict[str, dict]] = {
         "sac": ALLEGRO_SAC,
         **off_policy(ALLEGRO_SAC),
     },
-    "CenicPegInsertion-v0": {
+    "CenicPegInsertion-v0": {  # from reward: the suction's recipes as a first try (not tuned)
         "dagger": PEG_DAGGER,
+        "ppo": {**_PPO_WIDE, "env_kwargs": {}},
+        "sac": SUCTION_SAC,
+        **off_policy(SUCTION_SAC),
     },
     "CenicSuction-v0": {
         "dagger": SUCTION_DAGGER,

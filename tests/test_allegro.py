@@ -349,9 +349,10 @@ def test_scripted_rotator_pinch_drags_the_cube_forward():
 
 
 def test_scripted_rotator_thumb_wall_stops_the_drift_to_the_thumb_side():
-    """Thumb wall (default): the thumb's fingertip stands beside the palm's −y edge at the cube's mid-height. Seed 18
-    at ε = 1e-3, a failure of the open thumb (``thumb_wall=None``: the pushes carry the cube onto the thumb, centre
-    y < −0.06 m, and the rotation stalls short of 90°), turns ≥ 90° with the wall, the cube staying over the palm.
+    """Thumb wall (default): the thumb's fingertip stands beside the palm's −y edge at the cube's mid-height. Seed 8
+    at ε = 1e-3, a failure of the open thumb (``thumb_wall=None``: the pushes carry the cube toward the thumb, centre
+    y < −0.045 m, and the rotation stalls short of 90°), turns ≥ 90° with the wall, the cube staying over the palm.
+    (Seeds 0–39: the open thumb ends with the cube at y = −0.019 m on average, the wall at 0.000 m.)
     A malformed wall point raises, naming the argument."""
     from cenic_gym.envs.allegro_cube import ScriptedRotator, rotation_episode
     env = gym.make("CenicAllegro-v0")
@@ -360,9 +361,9 @@ def test_scripted_rotator_thumb_wall_stops_the_drift_to_the_thumb_side():
     tip = wall._tip_position(3, wall.q_des[12:16])
     assert np.linalg.norm(tip - np.array(wall.thumb_wall)) < 0.015, tip  # as near as the thumb's joint limits allow
     assert tip[1] > -0.06 and 0.04 < tip[2] < 0.07, tip
-    r = rotation_episode(env, ScriptedRotator(env, thumb_wall=None), 18, steps=80)
-    assert r["max_rotation"] < 0.5 * math.pi and e.sim.q[e.cube_q][1] < -0.06, (r, e.sim.q[e.cube_q][:3])
-    r = rotation_episode(env, wall, 18, steps=80)
+    r = rotation_episode(env, ScriptedRotator(env, thumb_wall=None), 8, steps=80)
+    assert r["max_rotation"] < 0.5 * math.pi and e.sim.q[e.cube_q][1] < -0.045, (r, e.sim.q[e.cube_q][:3])
+    r = rotation_episode(env, wall, 8, steps=80)
     assert r["max_rotation"] >= 0.5 * math.pi and not r["dropped"], r
     assert abs(e.sim.q[e.cube_q][1]) < 0.0565, e.sim.q[e.cube_q][:3]  # over the palm (y within ±56.5 mm)
     with pytest.raises(ValueError, match="thumb_wall"):

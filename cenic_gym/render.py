@@ -289,10 +289,10 @@ def build_twin_model(geoms, width, height):
     bodies = {0: spec.worldbody}
     for j in joints:
         bodies[j] = spec.worldbody.add_body(name=f"joint{j}", mocap=True)
-    for g in geoms:
+    for k, g in enumerate(geoms):
         look = dict(material="ground") if g.kind == "plane" else dict(rgba=list(g.rgba))
-        add_geom(mujoco, spec, bodies[g.joint], g.kind, g.size, g.placement, vertices=g.vertices, faces=g.faces,
-                 contype=0, conaffinity=0, **look)
+        add_geom(mujoco, spec, bodies[g.joint], g.kind, g.size, g.placement, name=f"visual{k}", vertices=g.vertices,
+                 faces=g.faces, contype=0, conaffinity=0, **look)
     return spec.compile(), joints
 
 
@@ -319,8 +319,12 @@ class VisualTwin:
         self.model, self.joints = build_twin_model(self.geoms, self.width, self.height)
         self.data = self.mujoco.MjData(self.model)
         self._kin = m.createData()
-        self._resizable = [(k, g.geom) for k, g in enumerate(self.geoms) if g.geom >= 0 and g.kind != "plane"
+        ids = [self.model.geom(f"visual{k}").id for k in range(len(self.geoms))]  # MuJoCo orders geoms by body
+        self._resizable = [(ids[k], g.geom) for k, g in enumerate(self.geoms) if g.geom >= 0 and g.kind != "plane"
                            and g.kind != "mesh"]
+        # world-fixed primitives (a mesh's compiled frame is its own: MuJoCo recentres meshes)
+        self._movable = [(ids[k], g.geom) for k, g in enumerate(self.geoms) if g.geom >= 0 and g.joint == 0
+                         and g.kind != "mesh"]
         self._renderer = None
 
     def _gl(self):
@@ -336,9 +340,11 @@ class VisualTwin:
                     "display can use MUJOCO_GL=glfw.") from None
         return self._renderer
 
-    def pose(self, q, shapes=None):
+    def pose(self, q, shapes=None, placements=None):
         """Move the twin to configuration ``q`` (nq,); ``shapes``: the simulator's current collision shapes (one
-        per system geometry) when they may differ from the built ones (domain randomization)."""
+        per system geometry) when they may differ from the built ones (domain randomization); ``placements``: its
+        current geometry placements (:meth:`~cenic_gym.simulator.Simulator.geometry_placements`: world-fixed
+        scenery moved per episode)."""
         m = self.system.model
         pin.forwardKinematics(m, self._kin, np.asarray(q, dtype=float))
         for b, j in enumerate(self.joints):
@@ -348,6 +354,10 @@ class VisualTwin:
         if shapes is not None:
             for k, i in self._resizable:
                 self.model.geom_size[k] = shapes[i].size()
+        if placements is not None:
+            for k, i in self._movable:
+                self.model.geom_pos[k] = placements[i].translation
+                self.model.geom_quat[k] = quat_wxyz(placements[i].rotation)
         self.mujoco.mj_kinematics(self.model, self.data)
 
     def mjv_camera(self):
@@ -366,11 +376,11 @@ class VisualTwin:
         cam.distance, cam.azimuth, cam.elevation = c.distance, c.azimuth, c.elevation
         return cam
 
-    def render(self, q, shapes=None, markers=()):
+    def render(self, q, shapes=None, markers=(), placements=None):
         """RGB image (height, width, 3) uint8 of the system at configuration ``q``, with the task's ``markers``
         (:class:`Marker`) drawn as extra visual geometry of this frame."""
         renderer = self._gl()
-        self.pose(q, shapes)
+        self.pose(q, shapes, placements)
         renderer.update_scene(self.data, camera=self.mjv_camera())
         mj, scene = self.mujoco, renderer.scene
         kinds = {"cylinder": mj.mjtGeom.mjGEOM_CYLINDER, "sphere": mj.mjtGeom.mjGEOM_SPHERE,
@@ -445,8 +455,9 @@ class MeshcatViewer:
     def url(self):
         return self.vis.url()
 
-    def show(self, q, shapes=None):
-        """Move the scene to configuration ``q`` (nq,). Shapes keep the sizes they had when the viewer was built."""
+    def show(self, q, shapes=None, placements=None):
+        """Move the scene to configuration ``q`` (nq,). Shapes keep the sizes and world-fixed geometry the poses
+        they had when the viewer was built."""
         pin.forwardKinematics(self.system.model, self.kin, np.asarray(q, dtype=float))
         for j in self.joints:
             self.root[f"joint{j}"].set_transform(self.kin.oMi[j].homogeneous)
@@ -473,9 +484,9 @@ class MujocoViewer:
         self.handle.cam.distance, self.handle.cam.azimuth = cam.distance, cam.azimuth
         self.handle.cam.elevation = cam.elevation
 
-    def show(self, q, shapes=None):
+    def show(self, q, shapes=None, placements=None):
         with self.handle.lock():
-            self.twin.pose(q, shapes)
+            self.twin.pose(q, shapes, placements)
         self.handle.sync()
 
     def close(self):

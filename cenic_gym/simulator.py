@@ -450,6 +450,12 @@ class Simulator:
         R, p = self.integrator.start.query.placement(int(self._geometry_indices(geom)[0]))
         return p.copy(), R.copy()
 
+    def geometry_placements(self):
+        """The current placement (pin.SE3, in its body's frame) of every geometry, in system order: what a peer
+        scene or a renderer built from the system needs to show this simulator's scenery (:meth:`set_geometry_pose`)."""
+        n = len(self.system.geometries)
+        return [pin.SE3(*self.integrator.start.query.placement(i)) for i in range(n)]
+
     def _joint_dofs(self, joints):
         """v indices of 1-DOF joints named by ``joints`` (a name or a list): the model's name (``"panda/panda_joint1"``)
         or, where it is unique, the name without the robot prefix (``"panda_joint1"``)."""

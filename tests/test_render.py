@@ -15,7 +15,8 @@ import pytest
 import cenic_gym  # noqa: F401  (registers the envs)
 from cenic_gym import render as rd
 
-IDS = ["CenicFranka-v0", "CenicFrankaGoal-v0", "CenicQuadruped-v0", "CenicAllegro-v0", "CenicSuction-v0"]
+IDS = ["CenicFranka-v0", "CenicFrankaGoal-v0", "CenicQuadruped-v0", "CenicAllegro-v0", "CenicSuction-v0",
+       "CenicPegInsertion-v0"]
 W, H = 160, 120  # small frames keep the software GL cheap in CI
 
 
@@ -55,6 +56,25 @@ def test_moving_a_free_body_moves_its_pixels():
     assert np.any(a != b, axis=2).mean() > 0.005
     env.sim.set_state(q=q)
     assert np.array_equal(env.render(), a)
+    env.close()
+
+
+def test_scenery_drawn_per_episode_is_drawn_where_the_simulator_has_it():
+    """CenicPegInsertion-v0 moves its fixture every reset (``Simulator.set_geometry_pose``): the twin draws each
+    fixture wall at the simulator's pose, not the built one, and the image follows the fixture."""
+    env = gym.make("CenicPegInsertion-v0", render_mode="rgb_array", render_width=W, render_height=H).unwrapped
+    frames = []
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        frames.append(env.render())
+        twin = env._viewer
+        for k, i in twin._movable:
+            np.testing.assert_allclose(twin.data.geom_xpos[k], env.sim.geometry_placements()[i].translation,
+                                       atol=1e-12)
+        name = env.fixture_geoms[0]
+        k = next(k for k, i in twin._movable if env.sim.system.geometries[i].name == name)
+        np.testing.assert_allclose(twin.data.geom_xpos[k], env.sim.geometry_pose(name)[0], atol=1e-12)
+    assert np.any(frames[0] != frames[1], axis=2).mean() > 0.002
     env.close()
 
 

@@ -113,3 +113,24 @@ def test_unmapped_controllers_name_the_part():
     pid = JointPID(system, [0, 1], kp=100.0, ki=10.0, kd=10.0)
     with pytest.raises(NotImplementedError, match="external system JointPID has no MuJoCo counterpart"):
         s2s.MujocoPhysics(Simulator(system, external=[pid]))
+
+
+def test_peer_scene_holds_the_episodes_fixture_pose():
+    """CenicPegInsertion-v0 draws the fixture's pose per episode (``Simulator.set_geometry_pose``): the generated
+    MuJoCo scene places each wall where the simulator has it, not where the system was built, and the peg's
+    teacher episode runs in MuJoCo from there."""
+    env = make_env("CenicPegInsertion-v0")
+    env.reset(seed=1)
+    u = env.unwrapped
+    physics = s2s.MujocoPhysics(u.sim)
+    model, data = physics.model.model, physics.data
+    physics.mujoco.mj_kinematics(model, data)
+    built = {g.name: g.placement for g in u.sim.system.geometries}
+    for name in u.fixture_geoms:
+        p, R = u.sim.geometry_pose(name)
+        assert np.linalg.norm(p - built[name].translation) > 1e-3  # the episode moved it
+        gid = model.geom(name).id
+        np.testing.assert_allclose(data.geom_xpos[gid], p, atol=1e-12)
+        np.testing.assert_allclose(data.geom_xmat[gid].reshape(3, 3), R, atol=1e-12)
+    ep = s2s.compare_episode(env, load_policy("scripted", "CenicPegInsertion-v0"), seed=1, max_steps=3)
+    assert ep.peer.steps == 3 and ep.peer.sim_failure is None

@@ -136,11 +136,12 @@ class _PeerPhysics:
 class MujocoPhysics(_PeerPhysics):
     """MuJoCo in place of ``sim`` (see :class:`_PeerPhysics`). Built from ``sim``'s current state and parameters
     (call it after ``env.reset``); timestep [s]: MuJoCo's step; integrator: MuJoCo's ("implicitfast", "euler",
-    "implicit", "rk4")."""
+    "implicit", "rk4"); contact: None (MuJoCo's default solref / solimp) or a callable
+    ``(geom_a, geom_b) -> (solref, solimp)`` per pair (:func:`~cenic_gym.mujoco_model.build_spec`)."""
 
     name = "MuJoCo"
 
-    def __init__(self, sim, timestep=DEFAULT_TIMESTEP, integrator=DEFAULT_INTEGRATOR):
+    def __init__(self, sim, timestep=DEFAULT_TIMESTEP, integrator=DEFAULT_INTEGRATOR, contact=None):
         mujoco = import_mujoco()
         self.sim, self.mujoco = sim, mujoco
         self.timestep = float(timestep)
@@ -158,7 +159,8 @@ class MujocoPhysics(_PeerPhysics):
                 actuators += [(names[int(i)], kp, kd, e) for i, kp, kd, e in zip(s.dofs, s.kp, s.kd, s.effort_limit)]
             self.ids.append(ids)
         self.model = MujocoModel(build_spec(system, self.timestep, shapes, mu, integrator=integrator,
-                                            actuators=actuators), system)
+                                            actuators=actuators, placements=sim.geometry_placements(),
+                                            contact=contact), system)
         self.data = mujoco.MjData(self.model.model)
         self.unstable = False
         self.start()
@@ -243,7 +245,8 @@ class DrakePhysics(_PeerPhysics):
         self.model = DrakeModel(system, 0.0 if cenic else self.timestep,
                                 [sim.geometry_shape(i) for i in range(n)],
                                 [sim.geometry_material(i) for i in range(n)], actuators,
-                                approximation="lagged" if cenic else integrator)
+                                approximation="lagged" if cenic else integrator,
+                                placements=sim.geometry_placements())
         self.acts = [None if kind != "pd" else np.array(self.model.pd_actuators[k:k + len(s.dofs)])
                      for s, kind, k in zip(sim.external, self.plan, first)]
         self.drake = self.model.simulator("cenic" if cenic else "discrete", accuracy=self.accuracy,

@@ -1120,9 +1120,23 @@ def _cyl_closest(x, q, a, r, hl, y):
 
 
 @njit(cache=True, error_model="numpy")
-def _edge_cyl_distance(c, k, h, q, a, r, hl):
-    """Distance [m] from the box edge c + t e_k (|t| <= h) to the cylinder and the minimizing t. The distance
-    to a convex set is convex along a segment, so a golden-section search finds its minimum."""
+def _edge_cyl_distance(c, k, h, q, a, r, hl, best):
+    """Distance [m] from the box edge c + t e_k (|t| <= h) to the cylinder and the minimizing t, or (inf, 0) when
+    it cannot be below ``best``. Along the edge the distance is at least its distance to the cylinder's axis segment
+    minus r, with equality where the closest axis point lies strictly between the caps (the edge then faces the
+    side): that case is exact at once. Otherwise (the caps' rims or an edge inside the cylinder) the distance to a
+    convex set is convex along a segment, and a golden-section search finds its minimum."""
+    e = np.zeros(3)
+    e[k] = 1.0
+    ts, tz = _closest_segments(c, e, h, q, a, hl)
+    d_axis = 0.0
+    for i in range(3):
+        d_axis += (c[i] + ts * e[i] - q[i] - tz * a[i]) ** 2
+    d_axis = np.sqrt(d_axis)
+    if d_axis - r >= best:
+        return np.inf, 0.0
+    if abs(tz) < hl and d_axis > r:
+        return d_axis - r, ts
     g = 0.6180339887498949
     lo = -h
     hi = h
@@ -1227,7 +1241,7 @@ def _box_cyl_distance(H, q, a, r, hl, x, y):
             ez = max(0.0, abs(q[axis]) - H[axis])
             if np.sqrt(e0 * e0 + e1 * e1 + ez * ez) - bound >= best:
                 continue
-            d, t = _edge_cyl_distance(c, axis, H[axis], q, a, r, hl)
+            d, t = _edge_cyl_distance(c, axis, H[axis], q, a, r, hl, best)
             if d < best:
                 best = d
                 for i in range(3):

@@ -22,6 +22,12 @@ feedback teacher; it reads the noise-free observation: the wrist wrench, the TCP
 * Drake (``DrakePhysics``: our k and d, Hunt & Crossley): its discrete SAP solver at 1 ms (lagged approximation)
   and its error-controlled CENIC integrator at ε = 1e-3.
 
+What the peers' contact models make of the grasp: Drake's point contact gives one contact per pad–peg pair (its
+deepest point; ours gives the pad's side line, two points), so two pads hold the peg on a pivot about the closing
+axis and it swings and slides in the fingers (the slip column); MuJoCo's matched stiffness (our steel's 5e6 N/m
+per pair over the peg's inverse mass) is far beyond its explicit stability at 1–2 ms, so the peg is thrown at the
+first touch of the fixture.
+
 Every physics runs the env's own code (actions, observation, reward, success test): a peer replaces the simulator
 for ``advance_to`` only and writes its state and contacts back each control period.
 
@@ -104,7 +110,7 @@ class Probe:
         from cenic_gym.sim2real.sim2sim import DrakePhysics, MujocoPhysics
 
         u = env.unwrapped
-        self.real, self.pen, self.force, self.tunnel, self.slip = u.sim, 0.0, 0.0, False, 0.0
+        self.real, self.pen, self.force, self.tunnel, self.slip, self.held = u.sim, 0.0, 0.0, False, 0.0, None
         o = self.options
         if self.engine == "mujoco":
             u.sim = MujocoPhysics(self.real, o["timestep"],
@@ -129,7 +135,10 @@ class Probe:
         self.force = max(self.force, float(np.linalg.norm(u.sensor.read(sim).force)))
         view = u.view  # the state after the last step
         tip = view.p_tip
-        self.slip = max(self.slip, float(np.linalg.norm(tip - view.p_tip_nominal)))
+        held = view.R_tcp.T @ (tip - view.p_tip_nominal)  # where the fingers hold the tip, hand frame
+        if self.held is None:
+            self.held = held  # the episode's grasp (its offset noise included)
+        self.slip = max(self.slip, float(np.linalg.norm(held - self.held)))
         d_xy = float(np.linalg.norm(tip[:2] - u.hole[:2]))
         depth = float(u.hole[2] - tip[2])
         in_wall = depth > TUNNEL_DEPTH and u.inner_radius + TUNNEL_DEPTH < d_xy < u.inner_radius + c["fixture_wall"]
@@ -198,7 +207,9 @@ def section(data):
               "engine took, finger pads included (soft rubber: 0.2–0.5 mm under the 40 N grip). Tunnelling: "
               "episodes with the peg tip > 1 mm inside a wall below the fixture's top or below the hole's floor. "
               "Peg lost: episodes the env ended because the peg left the grasp by > 2 cm; grasp slip: the largest distance "
-              "of the peg tip from where the grasp holds it, median over episodes. "
+              "the peg tip moved in the hand's frame since the first step (the grasp's own offset noise apart), median over "
+              "episodes. Success is the env's test at the episode's end, also when the peg was lost right after an "
+              "insertion. "
               "Force peak: the wrist sensor's largest force, median / max over episodes. Steps: the engine's steps "
               "per 50 ms control period. Wall: seconds per 10 s episode, the env layer included (the script's "
               "docstring has the contact mapping).", ""]

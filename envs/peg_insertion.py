@@ -245,7 +245,7 @@ OBSERVATION_TABLE
     OBS = OBS
     View = PegView
     RESET_OPTIONS = ("hole_xy", "tcp_xy")
-    CAMERA = dict(lookat=(0.5, 0.0, 0.05), distance=0.45, azimuth=150.0, elevation=-20.0)
+    CAMERA = dict(lookat=(0.5, 0.0, 0.09), distance=0.5, azimuth=150.0, elevation=-12.0)  # hand, peg and fixture
 
     @staticmethod
     def default_config():

@@ -1,6 +1,6 @@
 """The shipped policies (``training/policies/ENV/``): each folder is complete, ``cenic-gym eval`` plays it from its
 own ``run.json`` on the unmodified task, its ONNX export acts like the SB3 model, and the learned policies (Franka,
-suction, Go1, Allegro) play held-out episodes as they did when shipped (a few here; 50 per seed in
+suction, Go1, Allegro, peg insertion) play held-out episodes as they did when shipped (a few here; 50 per seed in
 benchmarks/RESULTS.md)."""
 from __future__ import annotations
 
@@ -20,14 +20,15 @@ FRANKA = POLICIES / "CenicFranka-v0"
 # the recipes' policies: env id -> the env options run.json may hold (an action mode; nothing that changes the task;
 # the Allegro policy's task is the goal task goal="z" that issue 37 evaluates)
 LEARNED = {"CenicFranka-v0": {"action_type", "ee_delta_scale", "ee_delta_origin"}, "CenicSuction-v0": set(),
-           "CenicQuadruped-v0": {"action_type"}, "CenicAllegro-v0": {"goal"}}
+           "CenicQuadruped-v0": {"action_type"}, "CenicAllegro-v0": {"goal"}, "CenicPegInsertion-v0": set()}
 # `cenic-gym eval --seed 424242` of each: episodes per env (a few; 50 per seed in benchmarks/RESULTS.md). The exact
 # figures are the host's, not the policy's: OpenBLAS and torch pick their kernels by instruction set, so a host of
 # another CPU family rounds differently, and a grasp, a gait or a cube turned by four fingers amplifies that into
 # other (equally valid) episodes: the shipped Allegro policy reaches 4 goals in these 3 episodes on an AMD Zen 5
 # host and 2 on an Intel one, with the same code. So the test asks for what the shipped held-out figure implies on
 # any host: at least success_floor(...) successes (a broken policy or task reaches none).
-EVAL_EPISODES = {"CenicFranka-v0": 5, "CenicSuction-v0": 5, "CenicQuadruped-v0": 10, "CenicAllegro-v0": 10}
+EVAL_EPISODES = {"CenicFranka-v0": 5, "CenicSuction-v0": 5, "CenicQuadruped-v0": 10, "CenicAllegro-v0": 10,
+                 "CenicPegInsertion-v0": 5}
 EVAL_RISK = 0.005  # the chance that a policy as good as shipped fails the floor
 
 
@@ -54,8 +55,8 @@ def test_success_floor():
 
 def test_every_policy_folder_is_complete():
     folders = sorted(p for p in POLICIES.iterdir() if p.is_dir())
-    assert [p.name for p in folders] == ["CenicAllegro-v0", "CenicFranka-v0", "CenicFrankaGoal-v0", "CenicQuadruped-v0",
-                                         "CenicSuction-v0"]
+    assert [p.name for p in folders] == ["CenicAllegro-v0", "CenicFranka-v0", "CenicFrankaGoal-v0",
+                                         "CenicPegInsertion-v0", "CenicQuadruped-v0", "CenicSuction-v0"]
     for folder in folders:
         spec = json.loads((folder / "run.json").read_text())
         assert spec["env_id"] == folder.name

@@ -212,20 +212,17 @@ def section(data):
               "insertion. "
               "Force peak: the wrist sensor's largest force, median / max over episodes. Steps: the engine's steps "
               "per 50 ms control period. Wall: seconds per 10 s episode, the env layer included (the script's "
-              "docstring has the contact mapping).", ""]
+              "docstring has the contact mapping and why the peers lose the grasp).", ""]
+    lines += ["| clearance | physics | success | peg–fixture max penetration [mm] | any pair [mm] | tunnelling | peg lost "
+              "| grasp slip, median [mm] | force peak median / max [N] | steps / control period | wall / episode [s] "
+              "| failures |", "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for clearance, rows in data["runs"].items():
-        lines += [f"**Diametral clearance {float(clearance) * 1e3:g} mm**", "",
-                  "| physics | success | peg–fixture max penetration [mm] | any pair [mm] | tunnelling | peg lost | "
-                  "grasp slip, median [mm] | force peak median / max [N] | steps / control period | "
-                  "wall / episode [s] | failures |",
-                  "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
         for name, r in rows.items():
             s = summary(r)
-            lines.append(f"| {name} | {s['success']:.2f} | {s['peg_pen'] * 1e3:.3f} | {s['any_pen'] * 1e3:.3f} | "
-                         f"{s['tunnels']} / {s['episodes']} | {s['lost']} | {s['slip'] * 1e3:.1f} | "
-                         f"{s['force_median']:.0f} / {s['force_max']:.0f} | "
+            lines.append(f"| {float(clearance) * 1e3:g} mm | {name} | {s['success']:.2f} | {s['peg_pen'] * 1e3:.3f} | "
+                         f"{s['any_pen'] * 1e3:.3f} | {s['tunnels']} / {s['episodes']} | {s['lost']} | "
+                         f"{s['slip'] * 1e3:.1f} | {s['force_median']:.0f} / {s['force_max']:.0f} | "
                          f"{s['substeps']:.1f} | {s['wall']:.2f} | {s['failures']} |")
-        lines.append("")
     return "\n".join(lines).rstrip()
 
 
@@ -236,16 +233,21 @@ def main():
     p.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     p.add_argument("--note", default="", help="what else ran on the machine meanwhile")
     p.add_argument("--no-write", action="store_true", help="print the section only")
+    p.add_argument("--section-only", action="store_true", help="rebuild the section from the JSON of the last run")
     a = p.parse_args()
-    t0, load0 = time.perf_counter(), os.getloadavg()[0]
-    runs = run(a.episodes, a.clearances, a.configs)
-    data = dict(runs=runs, episodes=a.episodes, runtime_s=time.perf_counter() - t0, load0=load0,
-                note=f"; besides it: {a.note}" if a.note else "",
-                command="`" + shlex.join(["python", "benchmarks/peg_side_by_side.py", *sys.argv[1:]]) + "`")
+    if a.section_only:
+        data = json.loads(OUT.read_text())
+    else:
+        t0, load0 = time.perf_counter(), os.getloadavg()[0]
+        runs = run(a.episodes, a.clearances, a.configs)
+        data = dict(runs=runs, episodes=a.episodes, runtime_s=time.perf_counter() - t0, load0=load0,
+                    note=f"; besides it: {a.note}" if a.note else "",
+                    command="`" + shlex.join(["python", "benchmarks/peg_side_by_side.py", *sys.argv[1:]]) + "`")
     text = section(data)
     print(text)
     if not a.no_write:
-        OUT.write_text(json.dumps(data, indent=1))
+        if not a.section_only:
+            OUT.write_text(json.dumps(data, indent=1))
         write_section("peg-side-by-side", text, f"## Peg insertion side by side ({ENV_ID}): cenic-gym, MuJoCo, Drake")
 
 
